@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// rookery-node: the headless volunteer node.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <unistd.h>
+
+#include "app/node/node_cli.h"
+#include "engine/common/error.h"
+#include "engine/common/format.h"
+#include "engine/common/log.h"
+#include "engine/node/local_run.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void onSignal(int) { g_stop.store(true); }
+
+void installSignalHandlers()
+{
+    struct sigaction sa = {};
+    sa.sa_handler = onSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+int runLocal(const rookery::app::NodeOptions &options)
+{
+    using namespace rookery;
+    const bool tty = isatty(STDOUT_FILENO);
+    const bool quiet = options.quiet;
+    node::LocalRun::Callbacks cb;
+    cb.message = [quiet](const std::string &m) {
+        if (!quiet)
+            std::printf("%s\n", m.c_str());
+    };
+    cb.progress = [tty, quiet](const node::LocalRunProgress &p) {
+        if (quiet)
+            return;
+        std::string acc = p.lastEval ? format::percent(p.lastEval->accuracy) : "--";
+        std::printf("%sstep %lld/%lld  loss %.4f  test acc %s  %s samples/s  ETA %s%s", tty ? "\r" : "",
+                    (long long)p.step, (long long)p.totalSteps, p.loss, acc.c_str(),
+                    format::count(int64_t(p.samplesPerSecond)).c_str(), format::duration(p.etaSeconds).c_str(),
+                    tty ? "   " : "\n");
+        std::fflush(stdout);
+    };
+    cb.evaluated = [tty, quiet](int64_t step, const train::EvalMetrics &e) {
+        if (!quiet)
+            std::printf("%sstep %lld: test accuracy %s, test loss %.4f\n", tty ? "\n" : "", (long long)step,
+                        format::percent(e.accuracy, 2).c_str(), e.loss);
+    };
+    cb.checkpointStarted = [quiet](int64_t step) {
+        if (!quiet)
+            std::printf("checkpoint: saving step %lld\n", (long long)step);
+        std::fflush(stdout);
+    };
+    cb.checkpointSaved = [quiet](int64_t step) {
+        if (!quiet)
+            std::printf("checkpoint: saved step %lld\n", (long long)step);
+        std::fflush(stdout);
+    };
+
+    node::LocalRun run(options.local, cb);
+    const node::LocalRunSummary s = run.run(&g_stop);
+    if (s.stopped)
+        std::printf("stopped at step %lld; checkpoint saved. Run the same command to resume.\n", (long long)s.endStep);
+    else if (s.finalEval)
+        std::printf("done: step %lld, test accuracy %s, test loss %.4f\n", (long long)s.endStep,
+                    format::percent(s.finalEval->accuracy, 2).c_str(), s.finalEval->loss);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    using namespace rookery;
+    app::NodeOptions options;
+    try {
+        if (!app::parseNodeOptions(argc, argv, options))
+            return 0;
+    } catch (const Error &e) {
+        std::fprintf(stderr, "rookery-node: %s\n", e.what());
+        return 2;
+    }
+    installSignalHandlers();
+    try {
+        return runLocal(options);
+    } catch (const Error &e) {
+        std::fprintf(stderr, "rookery-node: error: %s\n", e.what());
+        return 1;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "rookery-node: internal error: %s\n", e.what());
+        return 1;
+    }
+}

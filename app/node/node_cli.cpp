@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "app/node/node_cli.h"
+
+#include "engine/common/arg_parser.h"
+#include "engine/common/paths.h"
+#include "engine/model/model_zoo.h"
+
+namespace rookery::app {
+
+bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
+{
+    auto &l = o.local;
+    o.dataDir = defaultDataDir().string();
+    o.datasetDir = defaultFashionMnistDir().string();
+
+    ArgParser p("rookery-node", "Rookery's headless node. With no mode given, it trains a model on this machine\n"
+                                "(local mode), checkpointing to SQLite and resuming from the newest checkpoint.");
+    p.option("data-dir", "DIR", "where the database and identity live", &o.dataDir);
+    p.option("dataset-dir", "DIR", "Fashion-MNIST's .gz files", &o.datasetDir);
+    p.option("run", "NAME", "name under which checkpoints are kept and resumed", &l.run);
+    p.choice("model", "model to train", &l.model, model::modelNames());
+    p.choice("optimizer", "optimizer", &l.optimizer, {"sgd", "adamw"});
+    p.option("lr", "RATE", "learning rate", &l.learningRate, 1e-6, 10);
+    p.option("momentum", "M", "SGD momentum", &l.momentum, 0, 0.999);
+    p.option("weight-decay", "W", "weight decay", &l.weightDecay, 0, 0.5);
+    p.option("batch-size", "N", "samples per step", &l.batchSize, 1, 60000);
+    p.option("steps", "N", "train until this many steps in total", &l.steps, 1, int64_t(1) << 40);
+    p.option("checkpoint-every", "N", "checkpoint every N steps (0: only at the end)", &l.checkpointEvery, 0,
+             int64_t(1) << 40);
+    p.option("keep", "N", "checkpoints to keep", &l.keepCheckpoints, 1, 1000);
+    p.option("eval-every", "N", "evaluate on the test set every N steps (0: only at the end)", &l.evalEvery, 0,
+             int64_t(1) << 40);
+    p.option("threads", "N", "cores to use for the math (0: all)", &l.threads, 0, 1024);
+    p.option("train-samples", "N", "train on the first N samples only (0: all)", &l.trainSamples, 0, 60000);
+    int64_t seed = int64_t(l.seed);
+    p.option("seed", "N", "random seed for initialisation and data order", &seed, 0, INT64_MAX);
+    p.flag("fresh", "start from scratch instead of resuming this run's newest checkpoint", &l.fresh);
+    p.flag("quiet", "print only errors and the final result", &o.quiet);
+    p.epilog("Examples:\n"
+             "  rookery-node                        train the MLP, resuming if it was interrupted\n"
+             "  rookery-node --model cnn --steps 2000 --run cnn-demo\n\n"
+             "Ctrl-C checkpoints and stops; running the same command again resumes.\n"
+             "Exit status: 0 done or stopped, 1 error, 2 bad command line.");
+    if (p.parse(argc, argv) != ArgParser::Outcome::Run)
+        return false;
+    l.seed = uint64_t(seed);
+    l.dataDir = o.dataDir;
+    l.datasetDir = o.datasetDir;
+    return true;
+}
+
+} // namespace rookery::app

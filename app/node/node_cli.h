@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <string>
+
+#include "engine/node/local_run.h"
+
+namespace rookery::app {
+
+/// Everything rookery-node can be told on its command line.
+struct NodeOptions
+{
+    node::LocalRunSettings local;
+    std::string dataDir;
+    std::string datasetDir;
+    bool quiet = false;
+};
+
+/// Parses argv into `options`. Returns false when --help or --version was shown.
+/// Throws rookery::Error on bad input.
+bool parseNodeOptions(int argc, char **argv, NodeOptions &options);
+
+} // namespace rookery::app

@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Compiler launcher, linker and warnings. Compile time is our bottleneck: ccache
+# (with the sloppiness that precompiled headers need) and mold when present.
+
+if(ROOKERY_USE_CCACHE)
+    find_program(ROOKERY_CCACHE ccache)
+    if(ROOKERY_CCACHE)
+        set(CMAKE_CXX_COMPILER_LAUNCHER
+            ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+            ${ROOKERY_CCACHE})
+        message(STATUS "Rookery: compiling through ccache")
+    endif()
+endif()
+
+find_program(ROOKERY_MOLD mold)
+find_program(ROOKERY_LLD ld.lld)
+if(ROOKERY_MOLD)
+    add_link_options(-fuse-ld=mold)
+    message(STATUS "Rookery: linking with mold")
+elseif(ROOKERY_LLD)
+    add_link_options(-fuse-ld=lld)
+    message(STATUS "Rookery: linking with lld")
+endif()
+
+# Warnings for our own targets only; third-party headers come in as SYSTEM includes.
+add_library(rookery_warnings INTERFACE)
+target_compile_options(rookery_warnings INTERFACE
+    -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wcast-align
+    -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+    $<$<BOOL:${ROOKERY_WERROR}>:-Werror>)
+
+if(ROOKERY_SANITIZE)
+    add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    add_link_options(-fsanitize=address,undefined)
+    message(STATUS "Rookery: ASan + UBSan enabled")
+endif()

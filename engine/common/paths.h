@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <filesystem>
+
+namespace rookery {
+
+/// Where Rookery keeps its state when no --data-dir is given:
+/// $XDG_DATA_HOME/rookery, else $HOME/.local/share/rookery, else ./rookery-data.
+///
+/// Thread safety: reads the environment; call before starting threads that change it.
+std::filesystem::path defaultDataDir();
+
+/// Where Debian's dataset-fashion-mnist package puts the data set.
+std::filesystem::path defaultFashionMnistDir();
+
+/// Creates the directory (and parents) with mode 0700 if it is missing; throws
+/// rookery::Error naming the path if that fails or if it is not a directory.
+void ensurePrivateDirectory(const std::filesystem::path &dir);
+
+} // namespace rookery

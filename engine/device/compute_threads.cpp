@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/device/compute_threads.h"
+
+#include <algorithm>
+
+#include <dlfcn.h>
+
+#include <torch/torch.h>
+
+namespace rookery::device {
+namespace {
+
+// LibTorch on Debian calls whichever libblas.so.3 the system alternative names, so the
+// OpenBLAS controls are looked up at run time rather than linked.
+template <typename Fn>
+Fn blasSymbol(const char *name)
+{
+    return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+} // namespace
+
+std::string ThreadConfig::describe() const
+{
+    return "torch " + std::to_string(torchThreads) + " x blas " + std::to_string(blasThreads);
+}
+
+ThreadConfig defaultThreadConfig(int cores)
+{
+    cores = std::max(1, cores);
+    return {1, cores};
+}
+
+void applyThreadConfig(ThreadConfig config)
+{
+    at::set_num_threads(std::max(1, config.torchThreads));
+    if (auto set = blasSymbol<void (*)(int)>("openblas_set_num_threads"))
+        set(std::max(1, config.blasThreads));
+}
+
+std::string blasDescription()
+{
+    if (auto config = blasSymbol<char *(*)()>("openblas_get_config"))
+        return config();
+    return "unknown BLAS (not OpenBLAS; run installer/setup.sh)";
+}
+
+} // namespace rookery::device

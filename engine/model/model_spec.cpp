@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/model/model_spec.h"
+
+#include <numeric>
+
+#include "engine/common/error.h"
+
+namespace rookery::model {
+namespace {
+
+[[noreturn]] void badLayer(size_t index, const LayerSpec &layer, const std::string &what)
+{
+    throw Error("model layer " + std::to_string(index) + " (" + layer.describe() + "): " + what);
+}
+
+// The shape a layer produces from `in`, plus its parameter count and forward FLOPs per sample.
+struct LayerEffect
+{
+    Shape out;
+    int64_t parameters = 0;
+    double flopsPerSample = 0;
+};
+
+LayerEffect applyLayer(size_t index, const LayerSpec &layer, const Shape &in)
+{
+    LayerEffect e;
+    switch (layer.kind) {
+    case LayerKind::Flatten:
+        e.out = Shape{{in.elements()}};
+        return e;
+    case LayerKind::ReLU:
+        e.out = in;
+        e.flopsPerSample = double(in.elements());
+        return e;
+    case LayerKind::Linear:
+        if (layer.in <= 0 || layer.out <= 0)
+            badLayer(index, layer, "features must be positive");
+        if (in.dims.size() != 1 || in.dims[0] != layer.in)
+            badLayer(index, layer, "expects " + std::to_string(layer.in) + " features but receives " + in.describe());
+        e.out = Shape{{layer.out}};
+        e.parameters = layer.in * layer.out + layer.out;
+        e.flopsPerSample = 2.0 * double(layer.in) * double(layer.out);
+        return e;
+    case LayerKind::Conv2d: {
+        if (layer.in <= 0 || layer.out <= 0 || layer.kernel <= 0 || layer.stride <= 0 || layer.padding < 0)
+            badLayer(index, layer, "channels, kernel and stride must be positive");
+        if (in.dims.size() != 3 || in.dims[0] != layer.in)
+            badLayer(index, layer,
+                     "expects " + std::to_string(layer.in) + " input channels (CxHxW) but receives " + in.describe());
+        const int64_t h = (in.dims[1] + 2 * layer.padding - layer.kernel) / layer.stride + 1;
+        const int64_t w = (in.dims[2] + 2 * layer.padding - layer.kernel) / layer.stride + 1;
+        if (h <= 0 || w <= 0)
+            badLayer(index, layer, "kernel larger than its input " + in.describe());
+        e.out = Shape{{layer.out, h, w}};
+        e.parameters = layer.in * layer.out * layer.kernel * layer.kernel + layer.out;
+        e.flopsPerSample = 2.0 * double(layer.in * layer.kernel * layer.kernel) * double(layer.out * h * w);
+        return e;
+    }
+    case LayerKind::MaxPool2d: {
+        if (layer.kernel <= 0 || layer.stride <= 0)
+            badLayer(index, layer, "kernel and stride must be positive");
+        if (in.dims.size() != 3)
+            badLayer(index, layer, "expects a CxHxW input but receives " + in.describe());
+        const int64_t h = (in.dims[1] - layer.kernel) / layer.stride + 1;
+        const int64_t w = (in.dims[2] - layer.kernel) / layer.stride + 1;
+        if (h <= 0 || w <= 0)
+            badLayer(index, layer, "kernel larger than its input " + in.describe());
+        e.out = Shape{{in.dims[0], h, w}};
+        e.flopsPerSample = double(e.out.elements()) * layer.kernel * layer.kernel;
+        return e;
+    }
+    }
+    badLayer(index, layer, "unknown layer kind");
+}
+
+} // namespace
+
+std::string_view layerKindName(LayerKind kind)
+{
+    switch (kind) {
+    case LayerKind::Flatten: return "Flatten";
+    case LayerKind::Linear: return "Linear";
+    case LayerKind::ReLU: return "ReLU";
+    case LayerKind::Conv2d: return "Conv2d";
+    case LayerKind::MaxPool2d: return "MaxPool2d";
+    }
+    return "Unknown";
+}
+
+std::string LayerSpec::describe() const
+{
+    std::string name(layerKindName(kind));
+    switch (kind) {
+    case LayerKind::Linear: return name + "(" + std::to_string(in) + "->" + std::to_string(out) + ")";
+    case LayerKind::Conv2d:
+        return name + "(" + std::to_string(in) + "->" + std::to_string(out) + ", k" + std::to_string(kernel) + " s" +
+               std::to_string(stride) + " p" + std::to_string(padding) + ")";
+    case LayerKind::MaxPool2d: return name + "(k" + std::to_string(kernel) + " s" + std::to_string(stride) + ")";
+    default: return name;
+    }
+}
+
+int64_t Shape::elements() const
+{
+    return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>());
+}
+
+std::string Shape::describe() const
+{
+    std::string s;
+    for (auto d : dims)
+        s += (s.empty() ? "" : "x") + std::to_string(d);
+    return s.empty() ? "scalar" : s;
+}
+
+std::vector<LayerCost> layerCosts(const ModelSpec &spec, int64_t batchSize)
+{
+    if (spec.layers.empty())
+        throw Error("model '" + spec.name + "' has no layers");
+    if (spec.input.dims.empty())
+        throw Error("model '" + spec.name + "' has no input shape");
+    for (auto d : spec.input.dims)
+        if (d <= 0)
+            throw Error("model '" + spec.name + "' has a non-positive input dimension: " + spec.input.describe());
+    if (batchSize <= 0)
+        throw Error("batch size must be positive");
+    std::vector<LayerCost> costs;
+    Shape shape = spec.input;
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+        LayerEffect e = applyLayer(i, spec.layers[i], shape);
+        costs.push_back({e.parameters, e.flopsPerSample * double(batchSize), e.out,
+                         e.out.elements() * batchSize * int64_t(sizeof(float))});
+        shape = e.out;
+    }
+    if (spec.classes > 0 && !(shape.dims.size() == 1 && shape.dims[0] == spec.classes))
+        throw Error("model '" + spec.name + "' ends in " + shape.describe() + " outputs but has " +
+                    std::to_string(spec.classes) + " classes");
+    return costs;
+}
+
+void validate(const ModelSpec &spec) { (void)layerCosts(spec, 1); }
+
+int64_t parameterCount(const ModelSpec &spec)
+{
+    int64_t total = 0;
+    for (const auto &c : layerCosts(spec, 1))
+        total += c.parameters;
+    return total;
+}
+
+ModelSpec sliceOf(const ModelSpec &spec, size_t first, size_t last)
+{
+    if (first >= last || last > spec.layers.size())
+        throw Error("invalid layer range [" + std::to_string(first) + ", " + std::to_string(last) + ") of model '" +
+                    spec.name + "' with " + std::to_string(spec.layers.size()) + " layers");
+    const auto costs = layerCosts(spec, 1);
+    ModelSpec out;
+    out.name = spec.name + "[" + std::to_string(first) + ":" + std::to_string(last) + "]";
+    out.input = first == 0 ? spec.input : costs[first - 1].outputShape;
+    out.classes = last == spec.layers.size() ? spec.classes : 0;
+    out.layers.assign(spec.layers.begin() + long(first), spec.layers.begin() + long(last));
+    return out;
+}
+
+} // namespace rookery::model

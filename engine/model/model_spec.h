@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rookery::model {
+
+enum class LayerKind { Flatten, Linear, ReLU, Conv2d, MaxPool2d };
+
+std::string_view layerKindName(LayerKind kind);
+
+/// One layer of a sequential model. Fields unused by a kind stay zero.
+struct LayerSpec
+{
+    LayerKind kind = LayerKind::ReLU;
+    int64_t in = 0;  ///< Linear: input features; Conv2d: input channels
+    int64_t out = 0; ///< Linear: output features; Conv2d: output channels
+    int kernel = 0;  ///< Conv2d, MaxPool2d
+    int stride = 1;  ///< Conv2d, MaxPool2d
+    int padding = 0; ///< Conv2d
+
+    bool operator==(const LayerSpec &) const = default;
+    /// "Linear(784->512)", "Conv2d(1->16, k3 s1 p1)", "ReLU".
+    std::string describe() const;
+};
+
+/// A per-sample tensor shape, without the batch dimension.
+struct Shape
+{
+    std::vector<int64_t> dims;
+    int64_t elements() const;
+    bool operator==(const Shape &) const = default;
+    std::string describe() const; ///< "1x28x28"
+};
+
+/// A model as an ordered list of layers, so that it can be cut into pipeline stages.
+/// The last layer produces `classes` logits; the loss is cross-entropy.
+///
+/// Thread safety: a plain value.
+struct ModelSpec
+{
+    std::string name;
+    Shape input;
+    int classes = 0;
+    std::vector<LayerSpec> layers;
+
+    bool operator==(const ModelSpec &) const = default;
+};
+
+/// What one layer costs for a given batch size.
+struct LayerCost
+{
+    int64_t parameters = 0;      ///< trainable scalars
+    double forwardFlops = 0;     ///< multiply-adds count as two
+    Shape outputShape;           ///< per sample
+    int64_t activationBytes = 0; ///< fp32 output of the whole batch
+};
+
+/// Checks that every layer fits the shape it receives and that the model ends in
+/// `classes` logits. Throws rookery::Error naming the first bad layer.
+void validate(const ModelSpec &spec);
+
+/// Per-layer costs for `batchSize` samples (validates first).
+std::vector<LayerCost> layerCosts(const ModelSpec &spec, int64_t batchSize);
+
+int64_t parameterCount(const ModelSpec &spec);
+
+/// Layers [first, last) as a model of their own, whose input is what layer `first` sees.
+/// The slice's `classes` is kept only when it includes the last layer, else 0.
+ModelSpec sliceOf(const ModelSpec &spec, size_t first, size_t last);
+
+/// JSON text, stable field order; the inverse validates and throws rookery::Error on
+/// malformed input.
+std::string toJson(const ModelSpec &spec);
+ModelSpec modelSpecFromJson(std::string_view json);
+
+} // namespace rookery::model

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "engine/train/trainer.h"
+
+namespace rookery::node {
+
+/// Settings of a single-machine training run (rookery-node's local mode).
+struct LocalRunSettings
+{
+    std::string model = "mlp";
+    std::string optimizer = "sgd";
+    double learningRate = 0.05;
+    double momentum = 0.9;
+    double weightDecay = 0.0;
+    int64_t batchSize = 64;
+    uint64_t seed = 1;
+    int64_t steps = 3000;           ///< train until this many steps in total
+    int64_t checkpointEvery = 500;  ///< steps; 0 = only at the end and on stop
+    int keepCheckpoints = 3;
+    int64_t evalEvery = 1000;       ///< steps; 0 = only at the end
+    int threads = 0;                ///< cores for the math; 0 = all
+    int64_t trainSamples = 0;       ///< use the first N training samples; 0 = all
+    bool fresh = false;             ///< ignore existing checkpoints of this run
+    std::string run = "local";      ///< checkpoints are kept per run name
+    std::filesystem::path dataDir;  ///< holds rookery.db
+    std::filesystem::path datasetDir;
+};
+
+struct LocalRunProgress
+{
+    int64_t step = 0;
+    int64_t totalSteps = 0;
+    double loss = 0;             ///< smoothed training loss
+    double samplesPerSecond = 0; ///< smoothed
+    double etaSeconds = -1;      ///< -1 while unknown
+    std::optional<train::EvalMetrics> lastEval;
+};
+
+struct LocalRunSummary
+{
+    int64_t startStep = 0; ///< > 0 when resumed from a checkpoint
+    int64_t endStep = 0;
+    bool stopped = false;  ///< stopped early on request
+    std::optional<train::EvalMetrics> finalEval;
+    double seconds = 0;
+};
+
+/// One training run on this machine: loads Fashion-MNIST, resumes from the run's
+/// newest checkpoint unless told not to, trains, evaluates, and checkpoints every N
+/// steps, at the end and when asked to stop.
+///
+/// Thread safety: run() on one thread; the callbacks are called on that thread,
+/// except checkpoint callbacks, which come from the store's writer thread.
+class LocalRun
+{
+public:
+    struct Callbacks
+    {
+        std::function<void(const std::string &)> message;
+        std::function<void(const LocalRunProgress &)> progress; ///< about twice a second
+        std::function<void(int64_t step, const train::EvalMetrics &)> evaluated;
+        std::function<void(int64_t step)> checkpointStarted;
+        std::function<void(int64_t step)> checkpointSaved;
+    };
+
+    LocalRun(LocalRunSettings settings, Callbacks callbacks);
+
+    /// Trains until `steps` or until *stop becomes true (checked between steps; safe to
+    /// set from a signal handler). Throws rookery::Error for bad data, settings or
+    /// database, before any training and without changing saved state.
+    LocalRunSummary run(const std::atomic<bool> *stop = nullptr);
+
+private:
+    void say(const std::string &text) const;
+
+    LocalRunSettings m_settings;
+    Callbacks m_callbacks;
+};
+
+/// The trainer configuration the settings describe (validates them).
+train::TrainerConfig trainerConfigFor(const LocalRunSettings &settings);
+
+} // namespace rookery::node

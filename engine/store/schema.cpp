@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/store/schema.h"
+
+#include <array>
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+
+namespace fs = std::filesystem;
+
+namespace rookery::store {
+namespace {
+
+constexpr const char *kUntouched = " The file was left untouched; move it away to start afresh, or choose another "
+                                   "--data-dir.";
+
+// Step N takes the schema from version N-1 to N.
+const std::array<std::function<void(Database &)>, kSchemaVersion> kMigrations = {
+    // 1: checkpoints.
+    [](Database &db) {
+        db.exec(R"sql(
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE checkpoints (
+                id INTEGER PRIMARY KEY,
+                run TEXT NOT NULL,
+                step INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                model_spec TEXT NOT NULL,
+                optimizer TEXT NOT NULL,
+                batch_size INTEGER NOT NULL,
+                seed INTEGER NOT NULL,
+                data_epoch INTEGER NOT NULL,
+                data_offset INTEGER NOT NULL,
+                rng_state BLOB NOT NULL,
+                note TEXT NOT NULL DEFAULT ''
+            );
+            CREATE INDEX checkpoints_by_run ON checkpoints (run, step);
+            CREATE TABLE checkpoint_tensors (
+                checkpoint_id INTEGER NOT NULL REFERENCES checkpoints (id) ON DELETE CASCADE,
+                kind INTEGER NOT NULL,
+                position INTEGER NOT NULL,
+                name TEXT NOT NULL,
+                dtype INTEGER NOT NULL,
+                shape TEXT NOT NULL,
+                data BLOB NOT NULL,
+                PRIMARY KEY (checkpoint_id, kind, position)
+            );
+        )sql");
+    },
+    // 2: the device capability profile cache.
+    [](Database &db) {
+        db.exec(R"sql(
+            CREATE TABLE device_profiles (
+                id INTEGER PRIMARY KEY,
+                hardware_key TEXT NOT NULL,
+                measured_at INTEGER NOT NULL,
+                profile TEXT NOT NULL
+            );
+            CREATE INDEX device_profiles_by_key ON device_profiles (hardware_key, measured_at);
+        )sql");
+    },
+};
+
+bool hasSqliteHeader(const fs::path &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    char header[16] = {};
+    in.read(header, sizeof header);
+    return in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0;
+}
+
+// Read-only checks on an existing file; nothing here writes.
+void checkExisting(const fs::path &path)
+{
+    std::error_code ec;
+    if (fs::file_size(path, ec) == 0 && !ec)
+        return; // an empty file is an empty database
+    if (!hasSqliteHeader(path))
+        throw Error("database " + path.string() + " is not a Rookery database (not an SQLite file)." + kUntouched);
+    try {
+        Database db(path, Database::Access::ReadOnly);
+        const auto check = db.scalarText("PRAGMA integrity_check");
+        if (check.value_or("") != "ok")
+            throw Error("database " + path.string() + " is damaged (integrity check: " + check.value_or("no answer") +
+                        ")." + kUntouched);
+        const int64_t appId = db.scalarInt("PRAGMA application_id").value_or(0);
+        const int64_t tables = db.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table'").value_or(0);
+        if (tables == 0 && appId == 0)
+            return; // a fresh empty database
+        if (appId != kApplicationId)
+            throw Error("database " + path.string() + " is an SQLite database but not Rookery's." + kUntouched);
+        const int version = schemaVersion(db);
+        if (version > kSchemaVersion)
+            throw Error("database " + path.string() + " was written by a newer Rookery (schema version " +
+                        std::to_string(version) + "; this build knows up to " + std::to_string(kSchemaVersion) +
+                        "). Upgrade Rookery to use it." + kUntouched);
+        if (version < 1)
+            throw Error("database " + path.string() + " has an invalid schema version " + std::to_string(version) +
+                        "." + kUntouched);
+    } catch (const Error &e) {
+        const std::string msg = e.what();
+        if (msg.find(kUntouched) != std::string::npos)
+            throw;
+        // SQLite refused to read it at all (malformed header, truncated file, ...).
+        throw Error("database " + path.string() + " is damaged (" + msg + ")." + kUntouched);
+    }
+}
+
+void migrate(Database &db)
+{
+    int version = db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").value_or(0) ? schemaVersion(db)
+                                                                                                     : 0;
+    while (version < kSchemaVersion) {
+        Transaction tx(db);
+        kMigrations[size_t(version)](db);
+        ++version;
+        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)")
+            .bind(1, std::string_view(std::to_string(version)))
+            .run();
+        db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
+        tx.commit();
+        log::info("store", "database " + db.path().string() + " migrated to schema version " + std::to_string(version));
+    }
+}
+
+} // namespace
+
+int schemaVersion(Database &db)
+{
+    const auto text = db.scalarText("SELECT value FROM meta WHERE key = 'schema_version'");
+    if (!text)
+        throw Error("database " + db.path().string() + " has no schema version");
+    try {
+        return std::stoi(*text);
+    } catch (const std::exception &) {
+        throw Error("database " + db.path().string() + " has a malformed schema version '" + *text + "'");
+    }
+}
+
+Database openRookeryDatabase(const fs::path &path)
+{
+    std::error_code ec;
+    if (fs::exists(path, ec))
+        checkExisting(path);
+    else if (path.has_parent_path() && !fs::is_directory(path.parent_path(), ec))
+        throw Error("cannot create database " + path.string() + ": its directory does not exist");
+    Database db(path, Database::Access::ReadWriteCreate);
+    db.exec("PRAGMA journal_mode = WAL");
+    // FULL: a checkpoint that reported success survives a power cut, not just a crash.
+    db.exec("PRAGMA synchronous = FULL");
+    db.exec("PRAGMA foreign_keys = ON");
+    migrate(db);
+    return db;
+}
+
+} // namespace rookery::store

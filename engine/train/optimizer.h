@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Internal to engine/: includes LibTorch.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/common/named_tensor.h"
+#include "engine/train/optimizer_config.h"
+
+namespace rookery::train {
+
+/// SGD with momentum and AdamW over a fixed list of named parameters, with PyTorch's
+/// update rules. Our own rather than torch::optim because its state must leave as
+/// plain named tensors (checkpoints, ring averaging of optimizer state, a stage that
+/// takes over from another), and torch::optim keys state by TensorImpl address.
+class Optimizer
+{
+public:
+    Optimizer(std::vector<std::pair<std::string, torch::Tensor>> parameters, OptimizerConfig config);
+
+    /// One update from the gradients currently in the parameters' .grad().
+    void step();
+    /// Drops the gradients (set to none, as PyTorch does by default).
+    void zeroGrad();
+
+    int64_t stepCount() const { return m_step; }
+    const OptimizerConfig &config() const { return m_config; }
+    void setLearningRate(double lr) { m_config.learningRate = lr; }
+
+    /// "<param>.momentum" (SGD) or "<param>.exp_avg" and "<param>.exp_avg_sq" (AdamW),
+    /// then "step". Copies.
+    std::vector<NamedTensor> state() const;
+    /// The inverse of state(); throws rookery::Error if a buffer is missing or misshapen.
+    void restore(const std::vector<NamedTensor> &state);
+
+private:
+    void stepSgd();
+    void stepAdamW();
+
+    struct Slot
+    {
+        std::string name;
+        torch::Tensor param;
+        torch::Tensor buf1; // momentum or exp_avg
+        torch::Tensor buf2; // exp_avg_sq
+    };
+    std::vector<Slot> m_slots;
+    OptimizerConfig m_config;
+    int64_t m_step = 0;
+};
+
+} // namespace rookery::train

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/train/optimizer_config.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/common/error.h"
+
+namespace rookery::train {
+
+std::string optimizerKindName(OptimizerKind kind) { return kind == OptimizerKind::Sgd ? "sgd" : "adamw"; }
+
+OptimizerKind optimizerKindFromName(const std::string &name)
+{
+    if (name == "sgd")
+        return OptimizerKind::Sgd;
+    if (name == "adamw")
+        return OptimizerKind::AdamW;
+    throw Error("unknown optimizer '" + name + "' (known: sgd, adamw)");
+}
+
+void validate(const OptimizerConfig &c)
+{
+    auto check = [](bool ok, const std::string &what) {
+        if (!ok)
+            throw Error("optimizer setting out of range: " + what);
+    };
+    check(std::isfinite(c.learningRate) && c.learningRate > 0 && c.learningRate <= 10,
+          "learning rate must be in (0, 10]");
+    check(c.momentum >= 0 && c.momentum < 1, "momentum must be in [0, 1)");
+    check(c.weightDecay >= 0 && c.weightDecay < 1, "weight decay must be in [0, 1)");
+    check(c.beta1 >= 0 && c.beta1 < 1, "beta1 must be in [0, 1)");
+    check(c.beta2 >= 0 && c.beta2 < 1, "beta2 must be in [0, 1)");
+    check(c.epsilon > 0 && c.epsilon < 1, "epsilon must be in (0, 1)");
+}
+
+std::string toJson(const OptimizerConfig &c)
+{
+    nlohmann::json j = {{"kind", optimizerKindName(c.kind)}, {"lr", c.learningRate}, {"momentum", c.momentum},
+                        {"weight_decay", c.weightDecay}, {"beta1", c.beta1},       {"beta2", c.beta2},
+                        {"eps", c.epsilon}};
+    return j.dump();
+}
+
+OptimizerConfig optimizerConfigFromJson(const std::string &text)
+{
+    OptimizerConfig c;
+    try {
+        const auto j = nlohmann::json::parse(text);
+        c.kind = optimizerKindFromName(j.at("kind").get<std::string>());
+        c.learningRate = j.at("lr").get<double>();
+        c.momentum = j.at("momentum").get<double>();
+        c.weightDecay = j.at("weight_decay").get<double>();
+        c.beta1 = j.at("beta1").get<double>();
+        c.beta2 = j.at("beta2").get<double>();
+        c.epsilon = j.at("eps").get<double>();
+    } catch (const nlohmann::json::exception &e) {
+        throw Error(std::string("optimizer settings are not valid JSON of the expected form: ") + e.what());
+    }
+    validate(c);
+    return c;
+}
+
+} // namespace rookery::train

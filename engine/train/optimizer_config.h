@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <string>
+
+namespace rookery::train {
+
+enum class OptimizerKind { Sgd, AdamW };
+
+/// Optimizer settings. Semantics match PyTorch's SGD (momentum, no dampening, weight
+/// decay added to the gradient) and AdamW (decoupled weight decay).
+///
+/// Thread safety: a plain value.
+struct OptimizerConfig
+{
+    OptimizerKind kind = OptimizerKind::Sgd;
+    double learningRate = 0.05;
+    double momentum = 0.9;    ///< SGD
+    double weightDecay = 0.0; ///< SGD: L2 added to the gradient; AdamW: decoupled
+    double beta1 = 0.9;       ///< AdamW
+    double beta2 = 0.999;     ///< AdamW
+    double epsilon = 1e-8;    ///< AdamW
+
+    bool operator==(const OptimizerConfig &) const = default;
+};
+
+std::string optimizerKindName(OptimizerKind kind);
+/// "sgd" or "adamw"; throws rookery::Error for anything else.
+OptimizerKind optimizerKindFromName(const std::string &name);
+/// Throws rookery::Error naming the first out-of-range field.
+void validate(const OptimizerConfig &config);
+
+/// JSON text for checkpoints; the inverse throws rookery::Error on malformed input.
+std::string toJson(const OptimizerConfig &config);
+OptimizerConfig optimizerConfigFromJson(const std::string &json);
+
+} // namespace rookery::train
