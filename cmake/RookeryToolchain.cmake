@@ -26,7 +26,7 @@ endif()
 add_library(rookery_warnings INTERFACE)
 target_compile_options(rookery_warnings INTERFACE
     -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wcast-align
-    -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+    -Woverloaded-virtual -Wimplicit-fallthrough
     $<$<BOOL:${ROOKERY_WERROR}>:-Werror>)
 
 if(ROOKERY_SANITIZE)

@@ -24,8 +24,12 @@ Optimizer::Optimizer(std::vector<std::pair<std::string, torch::Tensor>> paramete
 
 void Optimizer::zeroGrad()
 {
+    // Zero in place rather than dropping the gradients: backward then accumulates into
+    // the same buffers instead of allocating megabytes afresh (and page-faulting them
+    // in) on every step, which cost ~10% of MLP throughput.
     for (auto &s : m_slots)
-        s.param.mutable_grad().reset();
+        if (s.param.grad().defined())
+            s.param.mutable_grad().zero_();
 }
 
 void Optimizer::step()

@@ -23,7 +23,7 @@ public:
 
     /// One update from the gradients currently in the parameters' .grad().
     void step();
-    /// Drops the gradients (set to none, as PyTorch does by default).
+    /// Zeroes the gradients in place.
     void zeroGrad();
 
     int64_t stepCount() const { return m_step; }

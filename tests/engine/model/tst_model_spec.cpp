@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <QtTest>
+
+#include "engine/common/error.h"
+#include "engine/model/model_spec.h"
+#include "engine/model/model_zoo.h"
+
+using namespace rookery;
+using namespace rookery::model;
+
+class TestModelSpec : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void mlpCosts()
+    {
+        const auto costs = layerCosts(mlpSpec(), 64);
+        QCOMPARE(costs.size(), size_t(6));
+        QCOMPARE(costs[1].parameters, int64_t(784 * 512 + 512));
+        QCOMPARE(costs[3].parameters, int64_t(512 * 512 + 512));
+        QCOMPARE(costs[5].parameters, int64_t(512 * 10 + 10));
+        QCOMPARE(parameterCount(mlpSpec()), int64_t(669706));
+        QCOMPARE(costs[1].forwardFlops, 2.0 * 784 * 512 * 64);
+        QCOMPARE(costs[0].outputShape, Shape{{784}});
+        QCOMPARE(costs[1].activationBytes, int64_t(64 * 512 * 4));
+        QCOMPARE(costs[2].forwardFlops, 64.0 * 512); // ReLU: one op per element
+        QCOMPARE(costs[5].outputShape, Shape{{10}});
+    }
+
+    void cnnShapes()
+    {
+        const auto costs = layerCosts(cnnSpec(), 8);
+        QCOMPARE(costs[0].outputShape, (Shape{{16, 28, 28}}));
+        QCOMPARE(costs[2].outputShape, (Shape{{16, 14, 14}}));
+        QCOMPARE(costs[5].outputShape, (Shape{{32, 7, 7}}));
+        QCOMPARE(costs[6].outputShape, (Shape{{32 * 7 * 7}}));
+        QCOMPARE(costs[0].parameters, int64_t(1 * 16 * 9 + 16));
+        QCOMPARE(costs[0].forwardFlops, 2.0 * 9 * 16 * 28 * 28 * 8);
+        QCOMPARE(costs[3].parameters, int64_t(16 * 32 * 9 + 32));
+    }
+
+    void rejectsMismatchedLayers()
+    {
+        ModelSpec bad = mlpSpec();
+        bad.layers[3].in = 100;
+        try {
+            validate(bad);
+            QFAIL("expected an error");
+        } catch (const Error &e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("layer 3")), e.what());
+        }
+        ModelSpec wrongClasses = mlpSpec();
+        wrongClasses.classes = 7;
+        QVERIFY_THROWS_EXCEPTION(Error, validate(wrongClasses));
+        ModelSpec noFlatten = mlpSpec();
+        noFlatten.layers.erase(noFlatten.layers.begin());
+        QVERIFY_THROWS_EXCEPTION(Error, validate(noFlatten));
+        ModelSpec bigKernel = cnnSpec();
+        bigKernel.layers[0].kernel = 40;
+        QVERIFY_THROWS_EXCEPTION(Error, validate(bigKernel));
+    }
+
+    void slicesKeepShapes()
+    {
+        const ModelSpec whole = cnnSpec();
+        const ModelSpec tail = sliceOf(whole, 3, whole.layers.size());
+        QCOMPARE(tail.input, (Shape{{16, 14, 14}}));
+        QCOMPARE(tail.classes, 10);
+        validate(tail);
+        const ModelSpec head = sliceOf(whole, 0, 3);
+        QCOMPARE(head.classes, 0);
+        validate(head);
+        QCOMPARE(parameterCount(head) + parameterCount(tail), parameterCount(whole));
+        QVERIFY_THROWS_EXCEPTION(Error, sliceOf(whole, 3, 3));
+        QVERIFY_THROWS_EXCEPTION(Error, sliceOf(whole, 0, 99));
+    }
+
+    void jsonRoundTrip_data()
+    {
+        QTest::addColumn<QString>("name");
+        for (const auto &n : modelNames())
+            QTest::newRow(n.c_str()) << QString::fromStdString(n);
+    }
+
+    void jsonRoundTrip()
+    {
+        QFETCH(QString, name);
+        const ModelSpec spec = modelByName(name.toStdString());
+        QCOMPARE(modelSpecFromJson(toJson(spec)), spec);
+    }
+
+    void rejectsMalformedJson_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::newRow("not json") << "{nope";
+        QTest::newRow("missing layers") << R"({"name":"m","input":[784],"classes":10})";
+        QTest::newRow("unknown kind") << R"({"name":"m","input":[4],"classes":2,"layers":[{"kind":"Dropout"}]})";
+        QTest::newRow("wrong type") << R"({"name":"m","input":"784","classes":10,"layers":[]})";
+        QTest::newRow("inconsistent") << R"({"name":"m","input":[4],"classes":2,"layers":[{"kind":"Linear","in":5,"out":2}]})";
+    }
+
+    void rejectsMalformedJson()
+    {
+        QFETCH(QString, json);
+        QVERIFY_THROWS_EXCEPTION(Error, modelSpecFromJson(json.toStdString()));
+    }
+
+    void unknownModelListsKnownOnes()
+    {
+        try {
+            modelByName("resnet");
+            QFAIL("expected an error");
+        } catch (const Error &e) {
+            QVERIFY(QString::fromUtf8(e.what()).contains(QStringLiteral("mlp, cnn")));
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestModelSpec)
+#include "tst_model_spec.moc"
