@@ -53,7 +53,8 @@ int main(int argc, char **argv)
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     const int steps = opts.quick ? 300 : 1500;
     const int rounds = opts.quick ? 2 : 3;
-    auto train = std::make_shared<data::ImageDataset>(data::loadFashionMnist(defaultFashionMnistDir(), data::Split::Train));
+    auto train =
+        std::make_shared<data::ImageDataset>(data::loadFashionMnist(defaultFashionMnistDir(), data::Split::Train));
     std::printf("%s\n%d cores, %d steps of %lld per measurement, best of %d\n", device::blasDescription().c_str(),
                 cores, steps, (long long)kBatch, rounds);
 
@@ -69,7 +70,8 @@ int main(int argc, char **argv)
         double best = 0;
         for (int r = 0; r < rounds; ++r)
             best = std::max(best, bench::bareMlpSamplesPerSecond(*train, steps, kBatch, kLr, kMomentum));
-        std::printf("  bare loop, %-16s %s samples/s\n", config.describe().c_str(), format::count(int64_t(best)).c_str());
+        std::printf("  bare loop, %-16s %s samples/s\n", config.describe().c_str(),
+                    format::count(int64_t(best)).c_str());
         report.add("bare_" + std::to_string(config.torchThreads) + "x" + std::to_string(config.blasThreads), best);
         if (best > bestBare) {
             bestBare = best;

@@ -24,8 +24,7 @@ std::string formatDouble(double v)
 ArgParser::ArgParser(std::string program, std::string summary)
     : m_program(std::move(program))
     , m_summary(std::move(summary))
-{
-}
+{ }
 
 void ArgParser::add(Spec spec)
 {
@@ -39,26 +38,25 @@ void ArgParser::flag(const std::string &name, const std::string &help, bool *out
     add({name, "", help, out, 0, 0, {}, ""});
 }
 
-void ArgParser::option(const std::string &name, const std::string &valueName, const std::string &help,
-                       std::string *out)
+void ArgParser::option(const std::string &name, const std::string &valueName, const std::string &help, std::string *out)
 {
     add({name, valueName, help, out, 0, 0, {}, *out});
 }
 
-void ArgParser::option(const std::string &name, const std::string &valueName, const std::string &help,
-                       int64_t *out, int64_t min, int64_t max)
+void ArgParser::option(const std::string &name, const std::string &valueName, const std::string &help, int64_t *out,
+                       int64_t min, int64_t max)
 {
     add({name, valueName, help, out, double(min), double(max), {}, std::to_string(*out)});
 }
 
-void ArgParser::option(const std::string &name, const std::string &valueName, const std::string &help,
-                       int *out, int min, int max)
+void ArgParser::option(const std::string &name, const std::string &valueName, const std::string &help, int *out,
+                       int min, int max)
 {
     add({name, valueName, help, out, double(min), double(max), {}, std::to_string(*out)});
 }
 
-void ArgParser::option(const std::string &name, const std::string &valueName, const std::string &help,
-                       double *out, double min, double max)
+void ArgParser::option(const std::string &name, const std::string &valueName, const std::string &help, double *out,
+                       double min, double max)
 {
     add({name, valueName, help, out, min, max, {}, formatDouble(*out)});
 }
@@ -112,8 +110,8 @@ void ArgParser::assign(const Spec &spec, const std::string &value)
                 if (ec != std::errc() || end != value.data() + value.size())
                     throw Error(opt + ": '" + value + "' is not a number");
                 if (result < spec.min || result > spec.max)
-                    throw Error(opt + ": " + value + " is out of range (" + formatDouble(spec.min) +
-                                " to " + formatDouble(spec.max) + ")");
+                    throw Error(opt + ": " + value + " is out of range (" + formatDouble(spec.min) + " to " +
+                                formatDouble(spec.max) + ")");
                 *out = result;
             } else {
                 int64_t result = 0;

@@ -20,17 +20,15 @@ public:
     ArgParser(std::string program, std::string summary);
 
     void flag(const std::string &name, const std::string &help, bool *out);
-    void option(const std::string &name, const std::string &valueName, const std::string &help,
-                std::string *out);
-    void option(const std::string &name, const std::string &valueName, const std::string &help,
-                int64_t *out, int64_t min, int64_t max);
-    void option(const std::string &name, const std::string &valueName, const std::string &help,
-                int *out, int min, int max);
-    void option(const std::string &name, const std::string &valueName, const std::string &help,
-                double *out, double min, double max);
+    void option(const std::string &name, const std::string &valueName, const std::string &help, std::string *out);
+    void option(const std::string &name, const std::string &valueName, const std::string &help, int64_t *out,
+                int64_t min, int64_t max);
+    void option(const std::string &name, const std::string &valueName, const std::string &help, int *out, int min,
+                int max);
+    void option(const std::string &name, const std::string &valueName, const std::string &help, double *out, double min,
+                double max);
     /// An option limited to a fixed set of words.
-    void choice(const std::string &name, const std::string &help, std::string *out,
-                std::vector<std::string> choices);
+    void choice(const std::string &name, const std::string &help, std::string *out, std::vector<std::string> choices);
     /// Free text shown after the options, e.g. examples.
     void epilog(std::string text);
 

@@ -14,8 +14,8 @@ std::atomic<Level> g_minimum{Level::Info};
 
 void writeStderr(Level level, std::string_view area, std::string_view message)
 {
-    std::fprintf(stderr, "%.*s %.*s: %.*s\n", int(levelName(level).size()), levelName(level).data(),
-                 int(area.size()), area.data(), int(message.size()), message.data());
+    std::fprintf(stderr, "%.*s %.*s: %.*s\n", int(levelName(level).size()), levelName(level).data(), int(area.size()),
+                 area.data(), int(message.size()), message.data());
 }
 
 } // namespace
@@ -44,10 +44,14 @@ void write(Level level, std::string_view area, std::string_view message)
 std::string_view levelName(Level level)
 {
     switch (level) {
-    case Level::Debug: return "debug";
-    case Level::Info: return "info";
-    case Level::Warning: return "warning";
-    case Level::Error: return "error";
+    case Level::Debug:
+        return "debug";
+    case Level::Info:
+        return "info";
+    case Level::Warning:
+        return "warning";
+    case Level::Error:
+        return "error";
     }
     return "?";
 }

@@ -64,8 +64,8 @@ IdxArray readIdxFile(const std::filesystem::path &path, int expectedDims)
         fail(path, "truncated: shorter than the 4-byte IDX header");
     if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08) {
         char buf[64];
-        std::snprintf(buf, sizeof buf, "not an unsigned-byte IDX file (magic %02x %02x %02x %02x)", magic[0],
-                      magic[1], magic[2], magic[3]);
+        std::snprintf(buf, sizeof buf, "not an unsigned-byte IDX file (magic %02x %02x %02x %02x)", magic[0], magic[1],
+                      magic[2], magic[3]);
         fail(path, buf);
     }
     if (magic[3] != expectedDims)

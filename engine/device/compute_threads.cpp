@@ -12,11 +12,7 @@ namespace {
 
 // LibTorch on Debian calls whichever libblas.so.3 the system alternative names, so the
 // OpenBLAS controls are looked up at run time rather than linked.
-template <typename Fn>
-Fn blasSymbol(const char *name)
-{
-    return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
-}
+template <typename Fn> Fn blasSymbol(const char *name) { return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name)); }
 
 } // namespace
 

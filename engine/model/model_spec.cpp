@@ -78,11 +78,16 @@ LayerEffect applyLayer(size_t index, const LayerSpec &layer, const Shape &in)
 std::string_view layerKindName(LayerKind kind)
 {
     switch (kind) {
-    case LayerKind::Flatten: return "Flatten";
-    case LayerKind::Linear: return "Linear";
-    case LayerKind::ReLU: return "ReLU";
-    case LayerKind::Conv2d: return "Conv2d";
-    case LayerKind::MaxPool2d: return "MaxPool2d";
+    case LayerKind::Flatten:
+        return "Flatten";
+    case LayerKind::Linear:
+        return "Linear";
+    case LayerKind::ReLU:
+        return "ReLU";
+    case LayerKind::Conv2d:
+        return "Conv2d";
+    case LayerKind::MaxPool2d:
+        return "MaxPool2d";
     }
     return "Unknown";
 }
@@ -91,19 +96,19 @@ std::string LayerSpec::describe() const
 {
     std::string name(layerKindName(kind));
     switch (kind) {
-    case LayerKind::Linear: return name + "(" + std::to_string(in) + "->" + std::to_string(out) + ")";
+    case LayerKind::Linear:
+        return name + "(" + std::to_string(in) + "->" + std::to_string(out) + ")";
     case LayerKind::Conv2d:
         return name + "(" + std::to_string(in) + "->" + std::to_string(out) + ", k" + std::to_string(kernel) + " s" +
                std::to_string(stride) + " p" + std::to_string(padding) + ")";
-    case LayerKind::MaxPool2d: return name + "(k" + std::to_string(kernel) + " s" + std::to_string(stride) + ")";
-    default: return name;
+    case LayerKind::MaxPool2d:
+        return name + "(k" + std::to_string(kernel) + " s" + std::to_string(stride) + ")";
+    default:
+        return name;
     }
 }
 
-int64_t Shape::elements() const
-{
-    return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>());
-}
+int64_t Shape::elements() const { return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>()); }
 
 std::string Shape::describe() const
 {

@@ -12,12 +12,8 @@ ModelSpec mlpSpec()
     spec.input = Shape{{1, 28, 28}};
     spec.classes = 10;
     spec.layers = {
-        {LayerKind::Flatten},
-        {LayerKind::Linear, 784, 512},
-        {LayerKind::ReLU},
-        {LayerKind::Linear, 512, 512},
-        {LayerKind::ReLU},
-        {LayerKind::Linear, 512, 10},
+        {LayerKind::Flatten}, {LayerKind::Linear, 784, 512}, {LayerKind::ReLU}, {LayerKind::Linear, 512, 512},
+        {LayerKind::ReLU},    {LayerKind::Linear, 512, 10},
     };
     return spec;
 }

@@ -55,8 +55,7 @@ train::TrainerConfig trainerConfigFor(const LocalRunSettings &s)
 LocalRun::LocalRun(LocalRunSettings settings, Callbacks callbacks)
     : m_settings(std::move(settings))
     , m_callbacks(std::move(callbacks))
-{
-}
+{ }
 
 void LocalRun::say(const std::string &text) const
 {

@@ -22,15 +22,15 @@ struct LocalRunSettings
     double weightDecay = 0.0;
     int64_t batchSize = 64;
     uint64_t seed = 1;
-    int64_t steps = 3000;           ///< train until this many steps in total
-    int64_t checkpointEvery = 500;  ///< steps; 0 = only at the end and on stop
+    int64_t steps = 3000;          ///< train until this many steps in total
+    int64_t checkpointEvery = 500; ///< steps; 0 = only at the end and on stop
     int keepCheckpoints = 3;
-    int64_t evalEvery = 1000;       ///< steps; 0 = only at the end
-    int threads = 0;                ///< cores for the math; 0 = all
-    int64_t trainSamples = 0;       ///< use the first N training samples; 0 = all
-    bool fresh = false;             ///< ignore existing checkpoints of this run
-    std::string run = "local";      ///< checkpoints are kept per run name
-    std::filesystem::path dataDir;  ///< holds rookery.db
+    int64_t evalEvery = 1000;      ///< steps; 0 = only at the end
+    int threads = 0;               ///< cores for the math; 0 = all
+    int64_t trainSamples = 0;      ///< use the first N training samples; 0 = all
+    bool fresh = false;            ///< ignore existing checkpoints of this run
+    std::string run = "local";     ///< checkpoints are kept per run name
+    std::filesystem::path dataDir; ///< holds rookery.db
     std::filesystem::path datasetDir;
 };
 
@@ -48,7 +48,7 @@ struct LocalRunSummary
 {
     int64_t startStep = 0; ///< > 0 when resumed from a checkpoint
     int64_t endStep = 0;
-    bool stopped = false;  ///< stopped early on request
+    bool stopped = false; ///< stopped early on request
     std::optional<train::EvalMetrics> finalEval;
     double seconds = 0;
 };

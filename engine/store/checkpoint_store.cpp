@@ -75,8 +75,7 @@ CheckpointInfo readInfo(Statement &s)
 CheckpointStore::CheckpointStore(const std::filesystem::path &databasePath)
     : m_path(databasePath)
     , m_db(std::make_unique<Database>(openRookeryDatabase(databasePath)))
-{
-}
+{ }
 
 CheckpointStore::~CheckpointStore() = default;
 

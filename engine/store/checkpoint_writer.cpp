@@ -11,8 +11,7 @@ CheckpointWriter::CheckpointWriter(CheckpointStore &store, std::string run, int 
     , m_keep(keepNewest)
     , m_callbacks(std::move(callbacks))
     , m_thread([this] { this->run(); })
-{
-}
+{ }
 
 CheckpointWriter::~CheckpointWriter()
 {
@@ -66,7 +65,8 @@ void CheckpointWriter::run()
             lock.lock();
             m_lastSaved = state.step;
         } catch (const std::exception &e) {
-            log::error("store", std::string("checkpoint at step ") + std::to_string(state.step) + " failed: " + e.what());
+            log::error("store",
+                       std::string("checkpoint at step ") + std::to_string(state.step) + " failed: " + e.what());
             if (m_callbacks.failed)
                 m_callbacks.failed(e.what());
             lock.lock();

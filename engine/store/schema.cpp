@@ -111,8 +111,8 @@ void checkExisting(const fs::path &path)
 
 void migrate(Database &db)
 {
-    int version = db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").value_or(0) ? schemaVersion(db)
-                                                                                                     : 0;
+    int version =
+        db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").value_or(0) ? schemaVersion(db) : 0;
     while (version < kSchemaVersion) {
         Transaction tx(db);
         kMigrations[size_t(version)](db);

@@ -15,9 +15,15 @@ Database::Database(const std::filesystem::path &path, Access access)
 {
     int flags = SQLITE_OPEN_NOMUTEX;
     switch (access) {
-    case Access::ReadOnly: flags |= SQLITE_OPEN_READONLY; break;
-    case Access::ReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
-    case Access::ReadWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
+    case Access::ReadOnly:
+        flags |= SQLITE_OPEN_READONLY;
+        break;
+    case Access::ReadWrite:
+        flags |= SQLITE_OPEN_READWRITE;
+        break;
+    case Access::ReadWriteCreate:
+        flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+        break;
     }
     const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
     if (rc != SQLITE_OK) {
@@ -39,8 +45,7 @@ Database::~Database()
 Database::Database(Database &&other) noexcept
     : m_db(std::exchange(other.m_db, nullptr))
     , m_path(std::move(other.m_path))
-{
-}
+{ }
 
 Database &Database::operator=(Database &&other) noexcept
 {
@@ -104,8 +109,7 @@ Statement::~Statement() { sqlite3_finalize(m_stmt); }
 Statement::Statement(Statement &&other) noexcept
     : m_db(other.m_db)
     , m_stmt(std::exchange(other.m_stmt, nullptr))
-{
-}
+{ }
 
 Statement &Statement::bind(int index, int64_t value)
 {
@@ -157,8 +161,7 @@ bool Statement::step()
 
 void Statement::run()
 {
-    while (step()) {
-    }
+    while (step()) { }
 }
 
 void Statement::reset()

@@ -5,8 +5,8 @@ namespace rookery::train {
 
 BatchSource::BatchSource(const data::ImageDataset &d)
 {
-    auto bytes = torch::from_blob(const_cast<uint8_t *>(d.pixels.data()), {d.count, d.channels, d.rows, d.cols},
-                                  torch::kUInt8);
+    auto bytes =
+        torch::from_blob(const_cast<uint8_t *>(d.pixels.data()), {d.count, d.channels, d.rows, d.cols}, torch::kUInt8);
     m_images = bytes.to(torch::kFloat32).div_(255.0f).sub_(d.mean).div_(d.stddev);
     m_labels = torch::from_blob(const_cast<uint8_t *>(d.labels.data()), {d.count}, torch::kUInt8).to(torch::kInt64);
 }

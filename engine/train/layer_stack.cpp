@@ -32,8 +32,12 @@ LayerStackImpl::LayerStackImpl(const model::ModelSpec &spec, size_t firstIndex, 
         const size_t index = firstIndex + i;
         const std::string name = std::to_string(index);
         switch (l.kind) {
-        case LayerKind::Flatten: m_layers.emplace_back(register_module(name, torch::nn::Flatten())); break;
-        case LayerKind::ReLU: m_layers.emplace_back(register_module(name, torch::nn::ReLU())); break;
+        case LayerKind::Flatten:
+            m_layers.emplace_back(register_module(name, torch::nn::Flatten()));
+            break;
+        case LayerKind::ReLU:
+            m_layers.emplace_back(register_module(name, torch::nn::ReLU()));
+            break;
         case LayerKind::Linear: {
             auto m = register_module(name, torch::nn::Linear(l.in, l.out));
             initUniform(*m, l.in, seed, index);
@@ -41,9 +45,9 @@ LayerStackImpl::LayerStackImpl(const model::ModelSpec &spec, size_t firstIndex, 
             break;
         }
         case LayerKind::Conv2d: {
-            auto m = register_module(name, torch::nn::Conv2d(torch::nn::Conv2dOptions(l.in, l.out, l.kernel)
-                                                                 .stride(l.stride)
-                                                                 .padding(l.padding)));
+            auto m = register_module(
+                name,
+                torch::nn::Conv2d(torch::nn::Conv2dOptions(l.in, l.out, l.kernel).stride(l.stride).padding(l.padding)));
             initUniform(*m, l.in * l.kernel * l.kernel, seed, index);
             m_layers.emplace_back(m);
             break;

@@ -37,8 +37,12 @@ void validate(const OptimizerConfig &c)
 
 std::string toJson(const OptimizerConfig &c)
 {
-    nlohmann::json j = {{"kind", optimizerKindName(c.kind)}, {"lr", c.learningRate}, {"momentum", c.momentum},
-                        {"weight_decay", c.weightDecay}, {"beta1", c.beta1},       {"beta2", c.beta2},
+    nlohmann::json j = {{"kind", optimizerKindName(c.kind)},
+                        {"lr", c.learningRate},
+                        {"momentum", c.momentum},
+                        {"weight_decay", c.weightDecay},
+                        {"beta1", c.beta1},
+                        {"beta2", c.beta2},
                         {"eps", c.epsilon}};
     return j.dump();
 }

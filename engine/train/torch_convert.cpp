@@ -10,11 +10,16 @@ namespace rookery::train {
 c10::ScalarType toScalarType(DType dtype)
 {
     switch (dtype) {
-    case DType::Float32: return torch::kFloat32;
-    case DType::Float16: return torch::kFloat16;
-    case DType::BFloat16: return torch::kBFloat16;
-    case DType::Int64: return torch::kInt64;
-    case DType::UInt8: return torch::kUInt8;
+    case DType::Float32:
+        return torch::kFloat32;
+    case DType::Float16:
+        return torch::kFloat16;
+    case DType::BFloat16:
+        return torch::kBFloat16;
+    case DType::Int64:
+        return torch::kInt64;
+    case DType::UInt8:
+        return torch::kUInt8;
     }
     throw Error("unsupported tensor element type");
 }
@@ -22,12 +27,18 @@ c10::ScalarType toScalarType(DType dtype)
 DType fromScalarType(c10::ScalarType type)
 {
     switch (type) {
-    case torch::kFloat32: return DType::Float32;
-    case torch::kFloat16: return DType::Float16;
-    case torch::kBFloat16: return DType::BFloat16;
-    case torch::kInt64: return DType::Int64;
-    case torch::kUInt8: return DType::UInt8;
-    default: throw Error(std::string("unsupported tensor element type ") + c10::toString(type));
+    case torch::kFloat32:
+        return DType::Float32;
+    case torch::kFloat16:
+        return DType::Float16;
+    case torch::kBFloat16:
+        return DType::BFloat16;
+    case torch::kInt64:
+        return DType::Int64;
+    case torch::kUInt8:
+        return DType::UInt8;
+    default:
+        throw Error(std::string("unsupported tensor element type ") + c10::toString(type));
     }
 }
 
@@ -48,8 +59,8 @@ static void checkSize(const NamedTensor &named)
 {
     const size_t expected = size_t(named.elements()) * dtypeSize(named.dtype);
     if (named.data.size() != expected)
-        throw Error("tensor '" + named.name + "' holds " + std::to_string(named.data.size()) + " bytes, but its shape " +
-                    shapeText(named.shape) + " needs " + std::to_string(expected));
+        throw Error("tensor '" + named.name + "' holds " + std::to_string(named.data.size()) +
+                    " bytes, but its shape " + shapeText(named.shape) + " needs " + std::to_string(expected));
 }
 
 torch::Tensor fromNamed(const NamedTensor &named)

@@ -55,8 +55,7 @@ struct Trainer::Impl
         , optimizer(namedParameters(net), config.optimizer)
         , sampler(dataset->count, config.seed)
         , source(*dataset)
-    {
-    }
+    { }
 
     TrainerConfig config;
     std::shared_ptr<const data::ImageDataset> dataset;

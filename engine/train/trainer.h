@@ -22,10 +22,10 @@ struct TrainerConfig
 /// What one training step produced.
 struct StepMetrics
 {
-    int64_t step = 0;      ///< steps completed, this one included
-    double loss = 0;       ///< mean cross-entropy of the batch
-    int64_t samples = 0;   ///< samples in the batch
-    double seconds = 0;    ///< wall time of the step
+    int64_t step = 0;    ///< steps completed, this one included
+    double loss = 0;     ///< mean cross-entropy of the batch
+    int64_t samples = 0; ///< samples in the batch
+    double seconds = 0;  ///< wall time of the step
     double samplesPerSecond() const { return seconds > 0 ? double(samples) / seconds : 0; }
 };
 

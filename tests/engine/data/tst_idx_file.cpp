@@ -57,7 +57,9 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("content");
         QTest::addColumn<int>("dims");
         QTest::addColumn<QString>("mentions");
-        auto bytes = [](std::vector<unsigned char> v) { return QByteArray(reinterpret_cast<const char *>(v.data()), qsizetype(v.size())); };
+        auto bytes = [](std::vector<unsigned char> v) {
+            return QByteArray(reinterpret_cast<const char *>(v.data()), qsizetype(v.size()));
+        };
         QTest::newRow("empty") << QByteArray() << 1 << "shorter than the 4-byte IDX header";
         QTest::newRow("foreign magic") << QByteArray("PK\x03\x04 zip file") << 1 << "not an unsigned-byte IDX file";
         QTest::newRow("float type") << bytes(idxBytes({4}, 16, 0x0D)) << 1 << "not an unsigned-byte IDX file";

@@ -97,7 +97,8 @@ private Q_SLOTS:
         QTest::newRow("missing layers") << R"({"name":"m","input":[784],"classes":10})";
         QTest::newRow("unknown kind") << R"({"name":"m","input":[4],"classes":2,"layers":[{"kind":"Dropout"}]})";
         QTest::newRow("wrong type") << R"({"name":"m","input":"784","classes":10,"layers":[]})";
-        QTest::newRow("inconsistent") << R"({"name":"m","input":[4],"classes":2,"layers":[{"kind":"Linear","in":5,"out":2}]})";
+        QTest::newRow("inconsistent")
+            << R"({"name":"m","input":[4],"classes":2,"layers":[{"kind":"Linear","in":5,"out":2}]})";
     }
 
     void rejectsMalformedJson()

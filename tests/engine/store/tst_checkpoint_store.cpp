@@ -192,11 +192,16 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("kind");
         QTest::addColumn<QString>("mentions");
-        QTest::newRow("newer schema") << "newer" << "newer Rookery";
-        QTest::newRow("corrupt pages") << "corrupt" << "damaged";
-        QTest::newRow("truncated") << "truncated" << "damaged";
-        QTest::newRow("not sqlite") << "text" << "not an SQLite file";
-        QTest::newRow("someone else's sqlite") << "foreign" << "not Rookery's";
+        QTest::newRow("newer schema") << "newer"
+                                      << "newer Rookery";
+        QTest::newRow("corrupt pages") << "corrupt"
+                                       << "damaged";
+        QTest::newRow("truncated") << "truncated"
+                                   << "damaged";
+        QTest::newRow("not sqlite") << "text"
+                                    << "not an SQLite file";
+        QTest::newRow("someone else's sqlite") << "foreign"
+                                               << "not Rookery's";
     }
 
     void refusesBadDatabasesUntouched()

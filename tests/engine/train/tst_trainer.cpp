@@ -32,8 +32,8 @@ private Q_SLOTS:
     void initTestCase()
     {
         device::applyThreadConfig({1, 2});
-        m_train = std::make_shared<data::ImageDataset>(
-            data::loadFashionMnist(test::fashionMnistDir(), data::Split::Train));
+        m_train =
+            std::make_shared<data::ImageDataset>(data::loadFashionMnist(test::fashionMnistDir(), data::Split::Train));
         m_test = data::loadFashionMnist(test::fashionMnistDir(), data::Split::Test);
     }
 
