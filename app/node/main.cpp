@@ -77,6 +77,9 @@ int runLocal(const rookery::app::NodeOptions &options)
 int main(int argc, char **argv)
 {
     using namespace rookery;
+    // Line-buffered even into a pipe, so supervisors (tests, systemd, the desktop app)
+    // see progress as it happens.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     app::NodeOptions options;
     try {
         if (!app::parseNodeOptions(argc, argv, options))
