@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/swarm/ring_allreduce.h"
+
+#include <algorithm>
+
+#include "engine/common/error.h"
+
+namespace rookery::swarm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int wrap(int i, int n) { return ((i % n) + n) % n; }
+
+} // namespace
+
+std::pair<size_t, size_t> chunkRange(size_t count, int parts, int chunk)
+{
+    const size_t base = count / size_t(parts), extra = count % size_t(parts);
+    const size_t begin = size_t(chunk) * base + std::min(size_t(chunk), extra);
+    return {begin, begin + base + (size_t(chunk) < extra ? 1 : 0)};
+}
+
+RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uint64_t round, RingLinks &links,
+                                std::chrono::milliseconds timeout)
+{
+    if (size < 1 || rank < 0 || rank >= size)
+        throw Error("ring all-reduce: rank " + std::to_string(rank) + " of " + std::to_string(size) + " is invalid");
+    RingResult result;
+    const auto start = Clock::now();
+    if (size == 1) {
+        result.complete = true;
+        return result;
+    }
+    // Work on a copy so that an abandoned round leaves the caller's values intact.
+    std::vector<float> work(values.begin(), values.end());
+    auto slice = [&](int chunk) {
+        auto [b, e] = chunkRange(work.size(), size, chunk);
+        return std::span<float>(work.data() + b, e - b);
+    };
+    const int steps = 2 * (size - 1);
+    for (int step = 0; step < steps; ++step) {
+        const bool gather = step >= size - 1;
+        const int s = gather ? step - (size - 1) : step;
+        // Reduce-scatter: send chunk (rank - s), receive (rank - s - 1) and add.
+        // All-gather: send the finished chunk (rank + 1 - s), receive (rank - s) and copy.
+        const int sendChunk = gather ? wrap(rank + 1 - s, size) : wrap(rank - s, size);
+        const int recvChunk = gather ? wrap(rank - s, size) : wrap(rank - s - 1, size);
+        auto out = slice(sendChunk);
+        links.sendNext({round, step, sendChunk, std::vector<float>(out.begin(), out.end())});
+        result.bytesSent += out.size() * sizeof(float);
+
+        const auto deadline = Clock::now() + timeout;
+        std::optional<RingChunk> in;
+        for (;;) {
+            in = links.receivePrevious(deadline);
+            if (!in) {
+                result.error = "ring round " + std::to_string(round) + ": no data from the previous member within " +
+                               std::to_string(timeout.count()) + " ms (step " + std::to_string(step) + ")";
+                result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+                return result;
+            }
+            if (in->round >= round)
+                break; // older rounds' leftovers are skipped
+        }
+        if (in->round != round || in->step != step || in->chunk != recvChunk) {
+            result.error = "ring round " + std::to_string(round) + ": out-of-step chunk (round " +
+                           std::to_string(in->round) + ", step " + std::to_string(in->step) + ", chunk " +
+                           std::to_string(in->chunk) + "; expected step " + std::to_string(step) + ", chunk " +
+                           std::to_string(recvChunk) + ")";
+            result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            return result;
+        }
+        auto dst = slice(recvChunk);
+        if (in->values.size() != dst.size()) {
+            result.error = "ring round " + std::to_string(round) + ": chunk " + std::to_string(recvChunk) + " holds " +
+                           std::to_string(in->values.size()) + " values, expected " + std::to_string(dst.size()) +
+                           " (members disagree on the model?)";
+            result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            return result;
+        }
+        if (gather)
+            std::copy(in->values.begin(), in->values.end(), dst.begin());
+        else
+            for (size_t i = 0; i < dst.size(); ++i)
+                dst[i] += in->values[i];
+    }
+    const float inv = 1.0f / float(size);
+    for (size_t i = 0; i < work.size(); ++i)
+        values[i] = work[i] * inv;
+    result.complete = true;
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+}
+
+} // namespace rookery::swarm

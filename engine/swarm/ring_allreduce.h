@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace rookery::swarm {
+
+/// One piece of a ring all-reduce in flight between neighbours.
+struct RingChunk
+{
+    uint64_t round = 0; ///< which averaging round; stale chunks are dropped
+    int step = 0;       ///< 0 .. 2(n-1)-1: reduce-scatter steps, then all-gather steps
+    int chunk = 0;      ///< which slice of the flattened values
+    std::vector<float> values;
+};
+
+/// A ring member's two links: to the next member and from the previous one.
+///
+/// Thread safety: the all-reduce calls both from one thread.
+class RingLinks
+{
+public:
+    virtual ~RingLinks() = default;
+    /// Sends to the next member. May block while the link's queue is full.
+    virtual void sendNext(RingChunk chunk) = 0;
+    /// The next chunk from the previous member, or nullopt if none arrived before the
+    /// deadline or the ring was cancelled.
+    virtual std::optional<RingChunk> receivePrevious(std::chrono::steady_clock::time_point deadline) = 0;
+};
+
+struct RingResult
+{
+    bool complete = false; ///< false: a neighbour went silent; values are unchanged
+    std::string error;     ///< why not complete
+    uint64_t bytesSent = 0;
+    double seconds = 0;
+};
+
+/// Averages `values` in place with the other `size` members of a ring, as the
+/// bandwidth-optimal ring all-reduce does: the values are cut into `size` chunks; in
+/// n-1 reduce-scatter steps each member adds the chunk it receives to its own and
+/// passes it on, so each ends up owning one fully summed chunk; n-1 all-gather steps
+/// then circulate the sums. Every member sends 2(n-1)/n of the data in total,
+/// whatever n is. Chunks of an older round are skipped; a chunk of a newer round, or
+/// silence past `timeout`, abandons this round and leaves `values` as they were.
+///
+/// Thread safety: one call per member at a time; members run concurrently.
+RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uint64_t round, RingLinks &links,
+                                std::chrono::milliseconds timeout);
+
+/// The [begin, end) element range of chunk `chunk` when `count` values are cut into
+/// `parts` nearly equal chunks.
+std::pair<size_t, size_t> chunkRange(size_t count, int parts, int chunk);
+
+} // namespace rookery::swarm

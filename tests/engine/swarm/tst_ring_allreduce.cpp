@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <QtTest>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "engine/swarm/ring_allreduce.h"
+
+using namespace rookery::swarm;
+using namespace std::chrono_literals;
+
+namespace {
+
+// An in-process mailbox per member: member r sends into mailbox (r + 1) % n.
+struct Mailbox
+{
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::deque<RingChunk> queue;
+};
+
+class QueueLinks : public RingLinks
+{
+public:
+    QueueLinks(Mailbox &next, Mailbox &mine, bool mute = false)
+        : m_next(next)
+        , m_mine(mine)
+        , m_mute(mute)
+    { }
+    void sendNext(RingChunk chunk) override
+    {
+        if (m_mute)
+            return;
+        std::lock_guard lock(m_next.mutex);
+        m_next.queue.push_back(std::move(chunk));
+        m_next.ready.notify_one();
+    }
+    std::optional<RingChunk> receivePrevious(std::chrono::steady_clock::time_point deadline) override
+    {
+        std::unique_lock lock(m_mine.mutex);
+        if (!m_mine.ready.wait_until(lock, deadline, [&] { return !m_mine.queue.empty(); }))
+            return std::nullopt;
+        RingChunk c = std::move(m_mine.queue.front());
+        m_mine.queue.pop_front();
+        return c;
+    }
+
+private:
+    Mailbox &m_next;
+    Mailbox &m_mine;
+    bool m_mute;
+};
+
+struct RingRun
+{
+    std::vector<std::vector<float>> values;
+    std::vector<RingResult> results;
+};
+
+RingRun runRing(int n, size_t count, int muteRank = -1, uint64_t round = 1,
+                const std::function<void(std::vector<Mailbox> &)> &prefill = {})
+{
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    RingRun run;
+    run.values.assign(size_t(n), std::vector<float>(count));
+    for (auto &v : run.values)
+        for (auto &x : v)
+            x = dist(rng);
+    std::vector<Mailbox> boxes(static_cast<size_t>(n));
+    if (prefill)
+        prefill(boxes);
+    std::vector<std::unique_ptr<QueueLinks>> links;
+    for (int r = 0; r < n; ++r)
+        links.push_back(std::make_unique<QueueLinks>(boxes[size_t((r + 1) % n)], boxes[size_t(r)], r == muteRank));
+    run.results.resize(size_t(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+        threads.emplace_back([&, r] {
+            run.results[size_t(r)] = ringAllReduceAverage(run.values[size_t(r)], r, n, round, *links[size_t(r)], 300ms);
+        });
+    for (auto &t : threads)
+        t.join();
+    return run;
+}
+
+} // namespace
+
+class TestRingAllReduce : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void averages_data()
+    {
+        QTest::addColumn<int>("members");
+        QTest::addColumn<int>("count");
+        QTest::newRow("1 member") << 1 << 10;
+        QTest::newRow("2 members") << 2 << 1000;
+        QTest::newRow("3 members, uneven chunks") << 3 << 1001;
+        QTest::newRow("5 members") << 5 << 4096;
+        QTest::newRow("more members than values") << 4 << 3;
+    }
+
+    void averages()
+    {
+        QFETCH(int, members);
+        QFETCH(int, count);
+        std::mt19937 rng(42);
+        std::uniform_real_distribution<float> dist(-1, 1);
+        std::vector<double> expected(size_t(count), 0.0);
+        for (int r = 0; r < members; ++r)
+            for (int i = 0; i < count; ++i)
+                expected[size_t(i)] += dist(rng) / double(members);
+        const RingRun run = runRing(members, size_t(count));
+        for (int r = 0; r < members; ++r) {
+            QVERIFY2(run.results[size_t(r)].complete, run.results[size_t(r)].error.c_str());
+            for (int i = 0; i < count; ++i)
+                QVERIFY(std::abs(run.values[size_t(r)][size_t(i)] - expected[size_t(i)]) < 1e-5);
+        }
+        // Bandwidth-optimal: each member sends 2(n-1)/n of the data.
+        if (members > 1 && count >= members) {
+            const double sent = double(run.results[0].bytesSent) / (double(count) * 4);
+            QVERIFY(std::abs(sent - 2.0 * (members - 1) / members) < 0.01);
+        }
+    }
+
+    void silentMemberAbandonsTheRound()
+    {
+        const RingRun run = runRing(3, 300, /*muteRank=*/1);
+        std::mt19937 rng(42);
+        std::uniform_real_distribution<float> dist(-1, 1);
+        for (int r = 0; r < 3; ++r) {
+            QVERIFY(!run.results[size_t(r)].complete);
+            for (int i = 0; i < 300; ++i) // untouched
+                QCOMPARE(run.values[size_t(r)][size_t(i)], dist(rng));
+        }
+        QVERIFY(
+            QString::fromStdString(run.results[2].error).contains(QStringLiteral("no data from the previous member")));
+    }
+
+    void staleRoundsAreSkipped()
+    {
+        const RingRun run = runRing(3, 90, -1, 5, [](std::vector<Mailbox> &boxes) {
+            for (auto &b : boxes)
+                b.queue.push_back({4, 0, 0, std::vector<float>(30, 99.f)}); // leftovers of round 4
+        });
+        for (const auto &r : run.results)
+            QVERIFY2(r.complete, r.error.c_str());
+        QVERIFY(run.values[0] == run.values[1] && run.values[1] == run.values[2]);
+    }
+
+    void mismatchedSizesAreRefused()
+    {
+        // Member 0 thinks the model has 10 values, the others 12: nobody averages garbage.
+        std::vector<Mailbox> boxes(2);
+        QueueLinks a(boxes[1], boxes[0]), b(boxes[0], boxes[1]);
+        std::vector<float> va(10, 1.f), vb(12, 3.f);
+        RingResult ra, rb;
+        std::thread t([&] { rb = ringAllReduceAverage(vb, 1, 2, 1, b, 300ms); });
+        ra = ringAllReduceAverage(va, 0, 2, 1, a, 300ms);
+        t.join();
+        QVERIFY(!ra.complete || !rb.complete);
+        QVERIFY(QString::fromStdString(ra.error + rb.error).contains(QStringLiteral("disagree")));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestRingAllReduce)
+#include "tst_ring_allreduce.moc"
