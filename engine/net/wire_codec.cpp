@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/net/wire_codec.h"
+
+#include <cstring>
+#include <limits>
+
+#include "engine/common/error.h"
+#include "engine/net/crc32c.h"
+#include "engine/net/half_float.h"
+#include "engine/net/wire_schema.h"
+
+namespace rookery::net {
+namespace {
+
+constexpr size_t kAlign = FrameDecoder::kTensorAlignment;
+alignas(64) constexpr uint8_t kZeros[kAlign] = {};
+
+uint64_t alignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Elements of `shape`, or nullopt when a dimension is negative or the product passes
+// `limit` (checked before every multiplication, so it never overflows).
+std::optional<uint64_t> elementCount(std::span<const int64_t> shape, uint64_t limit)
+{
+    uint64_t n = 1;
+    for (int64_t d : shape) {
+        if (d < 0)
+            return std::nullopt;
+        if (d == 0)
+            return 0; // later dimensions may still be huge; the product is 0
+        if (uint64_t(d) > limit / n)
+            return std::nullopt;
+        n *= uint64_t(d);
+    }
+    return n;
+}
+
+wire::Encoding encodingFor(Compression c)
+{
+    return c == Compression::Fp16   ? wire::ENCODING_FP16
+           : c == Compression::Bf16 ? wire::ENCODING_BF16
+                                    : wire::ENCODING_RAW;
+}
+
+// The float32 tensor narrowed to 16 bits: the one copy on the send path, and only on
+// links that agreed on compression.
+TensorBuffer narrow(const TensorBuffer &t, Compression c)
+{
+    const size_t n = t.bytes / 4;
+    auto storage = std::make_shared<std::vector<uint16_t>>(n);
+    std::vector<float> aligned; // the source may not be 4-byte aligned
+    std::span<const float> in;
+    if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
+        in = {reinterpret_cast<const float *>(t.data), n};
+    } else {
+        aligned.resize(n);
+        std::memcpy(aligned.data(), t.data, t.bytes);
+        in = aligned;
+    }
+    if (c == Compression::Fp16)
+        floatToHalf(in, storage->data());
+    else
+        floatToBfloat16(in, storage->data());
+    TensorBuffer out = t;
+    out.data = reinterpret_cast<const uint8_t *>(storage->data());
+    out.bytes = n * 2;
+    out.owner = std::move(storage);
+    return out;
+}
+
+void describe(const TensorBuffer &t, wire::Tensor &d, const char *role, wire::Encoding encoding)
+{
+    const auto elements = elementCount(t.shape, std::numeric_limits<uint64_t>::max() / 8);
+    const size_t elementBytes = encoding == wire::ENCODING_RAW ? dtypeSize(t.dtype) : 2;
+    if (!elements || *elements * elementBytes != t.bytes || (t.bytes && !t.data))
+        throw Error(std::string("cannot send the ") + role + " tensor: shape " + shapeText(t.shape) + " of " +
+                    std::string(dtypeName(t.dtype)) + " does not match its " + std::to_string(t.bytes) + " bytes");
+    d.set_dtype(wire::DType(int(t.dtype)));
+    for (auto dim : t.shape)
+        d.add_shape(dim);
+    d.set_byte_length(t.bytes);
+    d.set_encoding(encoding);
+    d.set_crc32c(crc32c(t.span()));
+}
+
+} // namespace
+
+std::string_view wireErrorName(WireError error)
+{
+    switch (error) {
+    case WireError::None:
+        return "none";
+    case WireError::Truncated:
+        return "truncated frame";
+    case WireError::TrailingBytes:
+        return "trailing bytes";
+    case WireError::HeaderTooLarge:
+        return "header too large";
+    case WireError::MalformedHeader:
+        return "malformed header";
+    case WireError::UnknownMessageType:
+        return "unknown message type";
+    case WireError::LimitExceeded:
+        return "limit exceeded";
+    case WireError::BadTensor:
+        return "bad tensor";
+    case WireError::BadChecksum:
+        return "bad checksum";
+    }
+    return "?";
+}
+
+std::vector<uint8_t> EncodedFrame::flatten() const
+{
+    std::vector<uint8_t> out;
+    out.reserve(m_size);
+    for (const auto &p : m_pieces)
+        out.insert(out.end(), p.data, p.data + p.size);
+    return out;
+}
+
+EncodedFrame encodeFrame(const Message &message, Compression compression)
+{
+    EncodedFrame f;
+    f.m_name = messageName(message);
+    wire::Envelope env;
+    std::vector<schema::OutTensor> tensors;
+    schema::toEnvelope(message, env, tensors);
+    f.m_keep.reserve(tensors.size());
+    for (const auto &t : tensors) {
+        const bool narrowIt = t.compressible && compression != Compression::None && t.source->dtype == DType::Float32;
+        if (narrowIt && t.source->bytes % 4 != 0)
+            throw Error(std::string("cannot send the ") + t.role + " tensor: its byte count is not a multiple of 4");
+        f.m_keep.push_back(narrowIt ? narrow(*t.source, compression) : *t.source);
+        describe(f.m_keep.back(), *t.descriptor, t.role, narrowIt ? encodingFor(compression) : wire::ENCODING_RAW);
+    }
+    const size_t headerBytes = env.ByteSizeLong();
+    const size_t headEnd = FrameDecoder::kPrefixBytes + headerBytes;
+    f.m_head.resize(tensors.empty() ? headEnd : alignUp(headEnd));
+    const uint32_t prefix = uint32_t(headerBytes); // little-endian on every host we build for
+    std::memcpy(f.m_head.data(), &prefix, 4);
+    env.SerializeWithCachedSizesToArray(f.m_head.data() + 4);
+    f.m_pieces.push_back({f.m_head.data(), f.m_head.size()});
+    f.m_size = f.m_head.size();
+    for (size_t i = 0; i < f.m_keep.size(); ++i) {
+        const auto &t = f.m_keep[i];
+        if (t.bytes)
+            f.m_pieces.push_back({t.data, t.bytes});
+        f.m_size += t.bytes;
+        if (i + 1 < f.m_keep.size() && alignUp(f.m_size) != f.m_size) {
+            const size_t pad = alignUp(f.m_size) - f.m_size;
+            f.m_pieces.push_back({kZeros, pad});
+            f.m_size += pad;
+        }
+    }
+    return f;
+}
+
+} // namespace rookery::net

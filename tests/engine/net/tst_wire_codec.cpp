@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "engine/common/error.h"
+#include "engine/net/crc32c.h"
+#include "engine/net/half_float.h"
+#include "engine/net/wire.pb.h"
+#include "engine/net/wire_codec.h"
+#include "tests/engine/net/allocation_probe.h"
+#include "tests/engine/net/wire_samples.h"
+
+using namespace rookery;
+using namespace rookery::net;
+
+Q_DECLARE_METATYPE(rookery::net::WireError)
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+DecodeResult decode(const Bytes &frame, const WireLimits &limits = {})
+{
+    auto owner = std::make_shared<Bytes>(frame);
+    return decodeFrame(owner, *owner, limits);
+}
+
+// A frame from a hand-made Envelope and body: the way a hostile peer would build one.
+Bytes frameOf(const wire::Envelope &env, size_t bodyBytes = 0)
+{
+    const std::string header = env.SerializeAsString();
+    Bytes f(4 + header.size());
+    const uint32_t n = uint32_t(header.size());
+    std::memcpy(f.data(), &n, 4);
+    std::memcpy(f.data() + 4, header.data(), header.size());
+    if (bodyBytes)
+        f.resize((f.size() + 63) / 64 * 64 + bodyBytes, 0x5a);
+    return f;
+}
+
+wire::Envelope activationsEnvelope(std::vector<int64_t> shape, uint64_t byteLength, int dtype = wire::FLOAT32)
+{
+    wire::Envelope env;
+    auto *t = env.mutable_activations()->mutable_activations();
+    t->set_dtype(wire::DType(dtype));
+    for (auto d : shape)
+        t->add_shape(d);
+    t->set_byte_length(byteLength);
+    return env;
+}
+
+Bytes encoded(const Message &m, Compression c = Compression::None) { return encodeFrame(m, c).flatten(); }
+
+} // namespace
+
+class TestWireCodec : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void crc32cKnownAnswer()
+    {
+        const char *text = "123456789";
+        const std::span<const uint8_t> s(reinterpret_cast<const uint8_t *>(text), 9);
+        QCOMPARE(crc32c(s), 0xe3069283u);
+        QCOMPARE(crc32cPortable(s), 0xe3069283u);
+        QCOMPARE(crc32c(s.subspan(4), crc32c(s.first(4))), 0xe3069283u); // chaining
+    }
+
+    void crc32cAcceleratedMatchesPortable()
+    {
+        std::mt19937 rng(7);
+        Bytes data(200'000);
+        for (auto &b : data)
+            b = uint8_t(rng());
+        for (size_t len : {0, 1, 7, 8, 255, 769, 24'575, 24'576, 24'577, 100'003, 199'990}) {
+            for (size_t offset : {0, 1, 3}) {
+                const std::span<const uint8_t> s(data.data() + offset, len);
+                QCOMPARE(crc32c(s, 0x1234), crc32cPortable(s, 0x1234));
+            }
+        }
+    }
+
+    void halfConversionsRoundTripEveryHalf()
+    {
+        // Every fp16 value widens and narrows back to itself, on the vector and scalar paths.
+        std::vector<uint16_t> all(65536);
+        for (size_t i = 0; i < all.size(); ++i)
+            all[i] = uint16_t(i);
+        std::vector<float> wide(all.size());
+        halfToFloat(all, wide.data());
+        std::vector<uint16_t> back(all.size());
+        floatToHalf(wide, back.data());
+        for (size_t i = 0; i < all.size(); ++i) {
+            float scalar;
+            halfToFloat(std::span(&all[i], 1), &scalar);
+            const bool nan = std::isnan(wide[i]);
+            QVERIFY(nan == std::isnan(scalar));
+            if (!nan) {
+                QCOMPARE(scalar, wide[i]);
+                QCOMPARE(back[i], all[i]);
+                uint16_t one;
+                floatToHalf(std::span(&wide[i], 1), &one);
+                QCOMPARE(one, all[i]);
+            }
+        }
+    }
+
+    void halfRoundsToNearestEven()
+    {
+        const std::vector<float> in = {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65504.0f, 65520.0f, 1e-8f, -2.5f};
+        std::vector<uint16_t> h(in.size()), b(in.size());
+        floatToHalf(in, h.data());
+        floatToBfloat16(in, b.data());
+        QCOMPARE(h[0], uint16_t(0x3c00)); // tie goes to even (1.0)
+        QCOMPARE(h[1], uint16_t(0x3c02)); // tie goes to even (1 + 2/1024)
+        QCOMPARE(h[2], uint16_t(0x7bff)); // largest finite half
+        QCOMPARE(h[3], uint16_t(0x7c00)); // overflows to infinity
+        QCOMPARE(h[4], uint16_t(0x0000)); // below half the smallest subnormal
+        QCOMPARE(h[5], uint16_t(0xc100));
+        std::vector<float> w(in.size());
+        bfloat16ToFloat(b, w.data());
+        QCOMPARE(w[5], -2.5f);
+        QCOMPARE(w[0], 1.0f);
+    }
+
+    void everyMessageRoundTrips()
+    {
+        for (const auto &m : test::sampleMessages()) {
+            const auto r = decode(encoded(m));
+            QVERIFY2(r.ok(), r.reason.c_str());
+            QVERIFY2(test::sameMessage(m, *r.message), messageName(m).data());
+        }
+    }
+
+    void tensorsPointIntoTheFrameAtAlignedOffsets()
+    {
+        const Message m = test::sampleMessages()[5]; // Activations with labels
+        auto frame = std::make_shared<Bytes>(encoded(m));
+        const auto r = decodeFrame(frame, *frame);
+        QVERIFY(r.ok());
+        const auto &a = std::get<Activations>(*r.message);
+        for (const auto *t : {&a.activations, &a.labels}) {
+            QVERIFY(t->data >= frame->data() && t->data + t->bytes <= frame->data() + frame->size());
+            QCOMPARE(size_t(t->data - frame->data()) % FrameDecoder::kTensorAlignment, size_t(0));
+            QCOMPARE(t->owner.get(), static_cast<const void *>(frame.get()));
+        }
+    }
+
+    void compressionNarrowsOnlyActivationsAndGradients_data()
+    {
+        QTest::addColumn<int>("compression");
+        QTest::newRow("fp16") << int(Compression::Fp16);
+        QTest::newRow("bf16") << int(Compression::Bf16);
+    }
+
+    void compressionNarrowsOnlyActivationsAndGradients()
+    {
+        QFETCH(int, compression);
+        const auto c = Compression(compression);
+        for (const auto &m : test::sampleMessages()) {
+            const Bytes plain = encoded(m), small = encoded(m, c);
+            const auto r = decode(small);
+            QVERIFY2(r.ok(), r.reason.c_str());
+            // The samples' values are exact in both formats, so they come back unchanged.
+            QVERIFY2(test::sameMessage(m, *r.message), messageName(m).data());
+            const bool narrowed = std::holds_alternative<Activations>(m) || std::holds_alternative<Gradients>(m);
+            QCOMPARE(small.size() < plain.size(), narrowed);
+        }
+    }
+
+    void encodeRefusesInconsistentTensors()
+    {
+        auto t = test::floatTensor({4, 4}, 1.0f);
+        t.shape = {4, 5};
+        QVERIFY_THROWS_EXCEPTION(Error, encodeFrame(Gradients{1, 1, t}));
+        auto labels = test::floatTensor({4}, 1.0f); // labels must be int64
+        QVERIFY_THROWS_EXCEPTION(Error, encodeFrame(Activations{1, 1, test::floatTensor({4, 4}, 1.0f), labels}));
+    }
+
+    void streamingStepsAgreeWithOneShot()
+    {
+        const Bytes f = encoded(test::sampleMessages()[10]);
+        FrameDecoder d;
+        const size_t headerEnd = d.headerEnd(std::span(f).first(4));
+        QVERIFY(headerEnd > 4 && headerEnd < f.size());
+        QCOMPARE(d.parseHeader(std::span(f).first(headerEnd)), uint64_t(f.size()));
+        QCOMPARE(d.messageName(), std::string_view("WeightsReply"));
+        auto owner = std::make_shared<Bytes>(f);
+        QVERIFY(d.finish(owner, *owner).ok());
+    }
+
+    void everyTruncationIsRefused()
+    {
+        for (const auto &m : test::sampleMessages()) {
+            const Bytes f = encoded(m);
+            for (size_t cut = 0; cut < f.size(); cut += (cut < 200 ? 1 : 61)) {
+                const auto r = decode(Bytes(f.begin(), f.begin() + long(cut)));
+                QVERIFY2(!r.ok() && r.error == WireError::Truncated, r.reason.c_str());
+            }
+        }
+    }
+
+    void malformedFramesAreRefused_data()
+    {
+        QTest::addColumn<QByteArray>("frame");
+        QTest::addColumn<WireError>("error");
+        QTest::addColumn<QString>("mentions");
+        auto row = [](const char *name, const Bytes &f, WireError e, const char *mentions) {
+            QTest::newRow(name) << QByteArray(reinterpret_cast<const char *>(f.data()), qsizetype(f.size())) << e
+                                << QString(mentions);
+        };
+        Bytes trailing = encoded(Ping{1});
+        trailing.push_back(0);
+        row("trailing byte", trailing, WireError::TrailingBytes, "only");
+        row("header length 4 GiB", {0xff, 0xff, 0xff, 0xff, 1, 2, 3}, WireError::HeaderTooLarge, "4294967295");
+        row("header length 0", {0, 0, 0, 0}, WireError::MalformedHeader, "0");
+        row("garbage header", {3, 0, 0, 0, 0xff, 0xff, 0xff}, WireError::MalformedHeader, "not a valid");
+        wire::Envelope unknown;
+        unknown.GetReflection()->MutableUnknownFields(&unknown)->AddLengthDelimited(99, "future");
+        row("unknown message type", frameOf(unknown), WireError::UnknownMessageType, "99");
+        wire::Envelope noTensor;
+        noTensor.mutable_activations()->set_microbatch_id(1);
+        row("missing tensor", frameOf(noTensor), WireError::MalformedHeader, "no activations");
+        row("huge tensor", frameOf(activationsEnvelope({1ll << 40, 4}, 1ull << 44)), WireError::LimitExceeded,
+            "elements");
+        row("overflowing shape", frameOf(activationsEnvelope({1ll << 62, 1ll << 62, 0}, 0)), WireError::LimitExceeded,
+            "elements");
+        row("length field disagrees with shape", frameOf(activationsEnvelope({4}, 1ull << 60)), WireError::BadTensor,
+            "declares");
+        row("negative dimension", frameOf(activationsEnvelope({-4}, 16)), WireError::BadTensor, "negative");
+        row("too many dimensions", frameOf(activationsEnvelope({1, 1, 1, 1, 1, 1, 1, 1, 1}, 4)),
+            WireError::LimitExceeded, "dimensions");
+        row("unknown dtype", frameOf(activationsEnvelope({4}, 16, 9)), WireError::BadTensor, "dtype");
+        auto int64Fp16 = activationsEnvelope({4}, 8, wire::INT64);
+        int64Fp16.mutable_activations()->mutable_activations()->set_encoding(wire::ENCODING_FP16);
+        row("fp16 encoding of int64", frameOf(int64Fp16), WireError::BadTensor, "encoding");
+        auto floatLabels = activationsEnvelope({4}, 16);
+        const Bytes sixteen(16, 0x5a); // frameOf() fills the body with 0x5a
+        floatLabels.mutable_activations()->mutable_activations()->set_crc32c(crc32c(sixteen));
+        *floatLabels.mutable_activations()->mutable_labels() = floatLabels.activations().activations();
+        row("float labels", frameOf(floatLabels, 64 + 16), WireError::MalformedHeader, "int64");
+        wire::Envelope longReason;
+        longReason.mutable_goodbye()->set_reason(std::string(5000, 'x'));
+        row("long string", frameOf(longReason), WireError::LimitExceeded, "reason");
+        wire::Envelope manyTensors;
+        for (int i = 0; i < 5000; ++i)
+            manyTensors.mutable_weights_reply()->add_tensors()->mutable_tensor()->set_dtype(wire::UINT8);
+        row("too many tensors", frameOf(manyTensors), WireError::LimitExceeded, "tensors");
+        Bytes badCrc = encoded(test::sampleMessages()[7]);
+        badCrc.back() ^= 1;
+        row("bad checksum", badCrc, WireError::BadChecksum, "CRC-32C");
+        wire::Envelope badHello;
+        badHello.mutable_hello()->set_min_version(3);
+        badHello.mutable_hello()->set_max_version(1);
+        badHello.mutable_hello()->set_role(wire::ROLE_NODE);
+        row("inverted version range", frameOf(badHello), WireError::MalformedHeader, "version");
+    }
+
+    void malformedFramesAreRefused()
+    {
+        QFETCH(QByteArray, frame);
+        QFETCH(WireError, error);
+        QFETCH(QString, mentions);
+        const Bytes f(frame.begin(), frame.end());
+        test::resetLargestAllocation();
+        const auto r = decode(f);
+        QVERIFY(!r.ok());
+        QVERIFY2(r.error == error, (std::string(wireErrorName(r.error)) + ": " + r.reason).c_str());
+        QVERIFY2(QString::fromStdString(r.reason).contains(mentions), r.reason.c_str());
+        // Whatever the length fields claim, decoding allocates little more than the frame.
+        QVERIFY2(test::largestAllocation() < 1024 * 1024 + f.size() * 2,
+                 std::to_string(test::largestAllocation()).c_str());
+    }
+
+    void frameLimitAppliesToTheWholeFrame()
+    {
+        WireLimits small;
+        small.maxMessageBytes = 1000;
+        QVERIFY(decode(encoded(Gradients{1, 1, test::floatTensor({100}, 1)}), small).ok());
+        const auto r = decode(encoded(Gradients{1, 1, test::floatTensor({300}, 1)}), small);
+        QCOMPARE(r.error, WireError::LimitExceeded);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestWireCodec)
+#include "tst_wire_codec.moc"

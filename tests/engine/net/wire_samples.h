@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// One sample of every wire message and a field-by-field comparison, shared by the
+// codec and link tests.
+#pragma once
+
+#include <cstring>
+#include <vector>
+
+#include "engine/net/wire_message.h"
+
+namespace rookery::test {
+
+inline TensorBuffer floatTensor(std::vector<int64_t> shape, float seed)
+{
+    int64_t n = 1;
+    for (auto d : shape)
+        n *= d;
+    std::vector<uint8_t> bytes(size_t(n) * 4);
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = seed + float(i % 1000) * 0.25f - float(i % 7); // exact in fp16 and bf16
+        std::memcpy(bytes.data() + i * 4, &v, 4);
+    }
+    return tensorBufferFromBytes(DType::Float32, std::move(shape), std::move(bytes));
+}
+
+inline TensorBuffer labelTensor(int64_t n)
+{
+    std::vector<uint8_t> bytes(size_t(n) * 8);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = i % 10;
+        std::memcpy(bytes.data() + i * 8, &v, 8);
+    }
+    return tensorBufferFromBytes(DType::Int64, {n}, std::move(bytes));
+}
+
+/// One message of each type, with tensors of odd sizes (padding gets exercised).
+inline std::vector<net::Message> sampleMessages()
+{
+    using namespace net;
+    std::vector<Message> m;
+    m.push_back(Hello{1, 3, "ab12", NodeRole::Node, {"compress-fp16", "compress-bf16"}, Compression::Bf16, "t"});
+    m.push_back(HelloAck{2, "cd34", NodeRole::Coordinator, {"compress-fp16"}, Compression::Fp16, "t"});
+    m.push_back(Ping{0xfeedfacecafebeefull});
+    m.push_back(Pong{42});
+    m.push_back(Goodbye{GoodbyeCode::ShuttingDown, "node is shutting down"});
+    m.push_back(Activations{7, 3, floatTensor({5, 13}, 1.5f), labelTensor(5)});
+    m.push_back(Activations{8, 3, floatTensor({2, 3}, 2.0f), {}});
+    m.push_back(Gradients{7, 3, floatTensor({5, 13}, -0.5f)});
+    m.push_back(RingChunk{99, 12, 5, 2, floatTensor({1001}, 0.75f)});
+    m.push_back(WeightsRequest{5, 2, {"3.weight", "3.bias"}});
+    m.push_back(WeightsReply{5, 2, 17, {{"3.weight", floatTensor({4, 3}, 0.5f)}, {"3.bias", floatTensor({4}, 0.1f)}}});
+    m.push_back(WeightsReply{6, 2, 17, {}});
+    m.push_back(StageError{2, 7, "out of memory"});
+    return m;
+}
+
+inline bool sameMessage(const net::Message &a, const net::Message &b)
+{
+    using namespace net;
+    if (a.index() != b.index())
+        return false;
+    if (auto *x = std::get_if<Activations>(&a)) {
+        auto &y = std::get<Activations>(b);
+        return x->microbatchId == y.microbatchId && x->weightVersion == y.weightVersion &&
+               sameTensor(x->activations, y.activations) && sameTensor(x->labels, y.labels);
+    }
+    if (auto *x = std::get_if<Gradients>(&a)) {
+        auto &y = std::get<Gradients>(b);
+        return x->microbatchId == y.microbatchId && x->weightVersion == y.weightVersion &&
+               sameTensor(x->gradients, y.gradients);
+    }
+    if (auto *x = std::get_if<RingChunk>(&a)) {
+        auto &y = std::get<RingChunk>(b);
+        return x->ringId == y.ringId && x->round == y.round && x->step == y.step && x->chunkIndex == y.chunkIndex &&
+               sameTensor(x->tensor, y.tensor);
+    }
+    if (auto *x = std::get_if<WeightsReply>(&a)) {
+        auto &y = std::get<WeightsReply>(b);
+        if (x->requestId != y.requestId || x->stage != y.stage || x->weightVersion != y.weightVersion ||
+            x->tensors.size() != y.tensors.size())
+            return false;
+        for (size_t i = 0; i < x->tensors.size(); ++i)
+            if (x->tensors[i].name != y.tensors[i].name || !sameTensor(x->tensors[i].tensor, y.tensors[i].tensor))
+                return false;
+        return true;
+    }
+    return std::visit(
+        [&](const auto &x) -> bool {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (requires { x == x; })
+                return x == std::get<T>(b);
+            else
+                return false;
+        },
+        a);
+}
+
+} // namespace rookery::test
