@@ -25,7 +25,7 @@ packages=(
     zlib1g-dev protobuf-compiler libprotobuf-dev nlohmann-json3-dev libsystemd-dev libxss-dev
     libx11-dev
     # desktop app
-    qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev qt6-qpa-plugins libgl-dev
+    qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev qt6-qpa-plugins libgl-dev libqt6opengl6-dev
     # data
     dataset-fashion-mnist
     # tests, fuzzing, screenshots, packaging checks

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// ui_screenshots: renders the screenshots in docs/screenshots from the real widgets,
+// driven by the SimulatedEngine for a minute so the charts hold real polled points.
+//   xvfb-run -a -s "-screen 0 1600x1000x24" build-ui/tests/ui/ui_screenshots docs/screenshots [seconds]
+#include <cstdio>
+
+#include <QApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QSettings>
+#include <QTabWidget>
+#include <QTemporaryDir>
+
+#include "ui/consent/consent_dialog.h"
+#include "ui/main/desktop_controller.h"
+#include "ui/main/main_window.h"
+#include "ui/settings/settings_dialog.h"
+#include "ui/settings/settings_fields.h"
+#include "ui/sim/simulated_engine.h"
+#include "ui/theme/theme.h"
+
+using namespace rookery;
+
+namespace {
+
+void settle(int ms)
+{
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < ms)
+        QApplication::processEvents(QEventLoop::AllEvents, 20);
+}
+
+bool save(QWidget *w, const QString &path)
+{
+    w->repaint();
+    settle(200);
+    const bool ok = w->grab().save(path);
+    std::printf("%s %s (%dx%d)\n", ok ? "wrote" : "FAILED", qPrintable(path), w->width(), w->height());
+    return ok;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("rookery"));
+    const QString out = argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral(".");
+    const int seconds = argc > 2 ? std::atoi(argv[2]) : 60;
+    QDir().mkpath(out);
+    QTemporaryDir dir;
+    QSettings settings(dir.filePath(QStringLiteral("rookery.ini")), QSettings::IniFormat);
+    ui::applyTheme(ui::Theme::Light);
+    bool ok = true;
+
+    // The consent screen, as a first run shows it.
+    {
+        ui::ConsentDialog consent(ui::defaultGovernorSettings());
+        consent.show();
+        settle(300);
+        ok &= save(&consent, out + QStringLiteral("/consent.png"));
+    }
+
+    settings.setValue(QStringLiteral("consent/given"), true);
+    settings.setValue(QStringLiteral("consent/version"), 1);
+    ui::DesktopOptions options;
+    options.simulation = true;
+    options.trayAvailable = false;
+    ui::JoinChoice demo;
+    demo.nodes = 9;
+    options.startWith = demo;
+    ui::DesktopController controller(std::make_shared<ui::SimulatedEngine>(), settings, options);
+    controller.start();
+    ui::MainWindow *w = controller.window();
+    w->resize(1280, 800);
+    settle(seconds * 1000);
+
+    ok &= save(w, out + QStringLiteral("/main-light.png"));
+    controller.openSettings();
+    settle(300);
+    ok &= save(controller.settingsDialog(), out + QStringLiteral("/settings.png"));
+    controller.settingsDialog()->reject();
+
+    controller.setTheme(ui::Theme::Dark);
+    settle(1500);
+    ok &= save(w, out + QStringLiteral("/main-dark.png"));
+    w->tabs()->setCurrentIndex(2);
+    settle(300);
+    ok &= save(w, out + QStringLiteral("/main-dark-log.png"));
+    return ok ? 0 : 1;
+}

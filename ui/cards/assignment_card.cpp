@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "ui/cards/assignment_card.h"
+
+#include <QLabel>
+
+#include "ui/bridge/engine_types.h"
+
+namespace rookery::ui {
+
+AssignmentCard::AssignmentCard(QWidget *parent)
+    : Card(tr("Assignment"), parent)
+    , m_swarm(addRow(tr("Swarm")))
+    , m_cluster(addRow(tr("Cluster")))
+    , m_stage(addRow(tr("Stage")))
+    , m_role(addRow(tr("Role")))
+    , m_model(addRow(tr("Model")))
+    , m_layers(addRow(tr("Layers")))
+{ }
+
+void AssignmentCard::showAssignment(const node::AssignmentView &a)
+{
+    const QString dash = QStringLiteral("–");
+    const bool idle = a.mode.empty() || a.mode == "idle";
+    setNote(idle ? tr("Not training. Choose Start to join a swarm or start the local demo swarm.") : QString());
+    m_swarm->setText(idle ? tr("none") : (a.swarm.empty() ? dash : toQString(a.swarm)));
+    m_cluster->setText(a.cluster >= 0 ? tr("%1 of %2").arg(a.cluster + 1).arg(a.clusterCount) : dash);
+    m_stage->setText(a.stage >= 0 ? tr("%1 of %2").arg(a.stage + 1).arg(a.stageCount) : dash);
+    m_role->setText(a.role.empty() ? dash : toQString(a.role));
+    m_model->setText(a.model.empty() ? dash : toQString(a.model));
+    QStringList layers;
+    for (const auto &l : a.layers)
+        layers << toQString(l);
+    m_layers->setText(layers.isEmpty() ? dash : layers.join(QStringLiteral(", ")));
+}
+
+} // namespace rookery::ui

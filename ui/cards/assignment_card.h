@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "engine/node/engine_snapshot.h"
+#include "ui/cards/card.h"
+
+namespace rookery::ui {
+
+/// Where this computer stands: the swarm, its cluster, its pipeline stage, the layers it
+/// holds and its role.
+///
+/// Thread safety: UI thread.
+class AssignmentCard : public Card
+{
+    Q_OBJECT
+
+public:
+    explicit AssignmentCard(QWidget *parent = nullptr);
+    void showAssignment(const node::AssignmentView &assignment);
+
+    QLabel *stageLabel() const { return m_stage; }
+    QLabel *clusterLabel() const { return m_cluster; }
+    QLabel *layersLabel() const { return m_layers; }
+
+private:
+    QLabel *m_swarm;
+    QLabel *m_cluster;
+    QLabel *m_stage;
+    QLabel *m_role;
+    QLabel *m_model;
+    QLabel *m_layers;
+};
+
+} // namespace rookery::ui

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "ui/main/desktop_app.h"
+
+#include <csignal>
+#include <cstdio>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QSettings>
+#include <QSocketNotifier>
+
+#include "engine/common/version.h"
+#include "ui/main/desktop_controller.h"
+#include "ui/sim/simulated_engine.h"
+#include "ui/theme/icons.h"
+
+namespace rookery::ui {
+namespace {
+
+int g_signalFds[2] = {-1, -1};
+
+void onSignal(int)
+{
+    const char byte = 1;
+    [[maybe_unused]] const auto n = ::write(g_signalFds[0], &byte, 1);
+}
+
+/// SIGTERM (logout, systemd) and SIGINT quit like the Quit menu: checkpoint first. The
+/// handler only writes a byte; the event loop reads it (the self-pipe trick).
+void quitOnSignals(DesktopController *controller)
+{
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, g_signalFds) != 0)
+        return;
+    auto *notifier = new QSocketNotifier(g_signalFds[1], QSocketNotifier::Read, controller);
+    QObject::connect(notifier, &QSocketNotifier::activated, controller, [controller] {
+        char byte;
+        [[maybe_unused]] const auto n = ::read(g_signalFds[1], &byte, 1);
+        controller->requestQuit();
+    });
+    struct sigaction sa = {};
+    sa.sa_handler = onSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+}
+
+struct Options
+{
+    DesktopOptions desktop;
+    QString settingsFile;
+    bool forceSimulation = false;
+};
+
+Options parseOptions(const QApplication &app)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QApplication::translate(
+        "main", "Rookery: volunteer computing for training neural networks together. Nothing computes until you "
+                "consent in the window."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption minimized(QStringLiteral("minimized"),
+                                       QApplication::translate("main", "Start in the system tray."));
+    const QCommandLineOption demo(QStringLiteral("demo-swarm"),
+                                  QApplication::translate("main", "Start the local demo swarm (after consent)."));
+    const QCommandLineOption peers(QStringLiteral("peers"),
+                                   QApplication::translate("main", "Peers in the local demo swarm (2-16)."),
+                                   QStringLiteral("n"), QStringLiteral("4"));
+    const QCommandLineOption join(QStringLiteral("join"),
+                                  QApplication::translate("main", "Join the swarm at this address (after consent)."),
+                                  QStringLiteral("address"));
+    const QCommandLineOption local(QStringLiteral("local"),
+                                   QApplication::translate("main", "Train on this computer alone (after consent)."));
+    const QCommandLineOption settings(QStringLiteral("settings"),
+                                      QApplication::translate("main", "Keep the app's settings in this INI file."),
+                                      QStringLiteral("file"));
+    const QCommandLineOption simulate(QStringLiteral("simulate"),
+                                      QApplication::translate("main", "Use the simulated engine (a demonstration)."));
+    parser.addOptions({minimized, demo, peers, join, local, settings, simulate});
+    parser.process(app); // exits on --help, --version and unknown options
+
+    Options o;
+    o.desktop.minimized = parser.isSet(minimized);
+    o.settingsFile = parser.value(settings);
+    o.forceSimulation = parser.isSet(simulate);
+    JoinChoice choice;
+    if (parser.isSet(join)) {
+        choice.kind = JoinChoice::Kind::Address;
+        choice.address = parser.value(join);
+    } else if (parser.isSet(local)) {
+        choice.kind = JoinChoice::Kind::Local;
+    }
+    choice.nodes = parser.value(peers).toInt();
+    if (parser.isSet(join) || parser.isSet(local) || parser.isSet(demo)) {
+        if (const QString problem = choice.problem(); !problem.isEmpty()) {
+            std::fprintf(stderr, "rookery: %s\n", qPrintable(problem));
+            std::exit(2);
+        }
+        o.desktop.startWith = choice;
+    }
+    return o;
+}
+
+} // namespace
+
+int runDesktopApp(int argc, char **argv, const EngineFactory &factory)
+{
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("rookery"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Rookery"));
+    QApplication::setOrganizationName(QStringLiteral("Rookery"));
+    QApplication::setApplicationVersion(QString::fromLatin1(kVersion));
+    QApplication::setDesktopFileName(QStringLiteral("rookery"));
+    QApplication::setQuitOnLastWindowClosed(false); // the tray keeps the app alive
+    QApplication::setWindowIcon(appIcon());
+    Options options = parseOptions(app);
+
+    std::shared_ptr<node::EngineApi> engine = options.forceSimulation || !factory ? nullptr : factory();
+    options.desktop.simulation = engine == nullptr;
+    if (!engine) {
+        std::fprintf(stderr, "rookery: no training engine is built in yet; running the simulation\n");
+        engine = std::make_shared<SimulatedEngine>();
+    }
+    std::unique_ptr<QSettings> settings = options.settingsFile.isEmpty()
+                                              ? std::make_unique<QSettings>()
+                                              : std::make_unique<QSettings>(options.settingsFile, QSettings::IniFormat);
+    applyTheme(loadTheme(*settings));
+
+    DesktopController controller(std::move(engine), *settings, options.desktop);
+    QObject::connect(&controller, &DesktopController::quitFinished, &app, &QApplication::quit, Qt::QueuedConnection);
+    quitOnSignals(&controller);
+    controller.start();
+    return QApplication::exec();
+}
+
+} // namespace rookery::ui
