@@ -16,17 +16,6 @@ template <typename Fn> Fn blasSymbol(const char *name) { return reinterpret_cast
 
 } // namespace
 
-std::string ThreadConfig::describe() const
-{
-    return "torch " + std::to_string(torchThreads) + " x blas " + std::to_string(blasThreads);
-}
-
-ThreadConfig defaultThreadConfig(int cores)
-{
-    cores = std::max(1, cores);
-    return {1, cores};
-}
-
 void applyThreadConfig(ThreadConfig config)
 {
     at::set_num_threads(std::max(1, config.torchThreads));

@@ -33,7 +33,7 @@ class OpenGate final : public WorkGate
 {
 public:
     bool enter() override { return true; }
-    void leave(std::chrono::nanoseconds) override {}
+    void leave(std::chrono::nanoseconds) override { }
 };
 
 } // namespace rookery::device

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/device/process_usage.h"
+
+#include <fstream>
+#include <thread>
+
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace rookery::device {
+
+uint64_t residentBytes()
+{
+    std::ifstream in("/proc/self/statm");
+    uint64_t size = 0, resident = 0;
+    if (!(in >> size >> resident))
+        return 0;
+    return resident * uint64_t(sysconf(_SC_PAGESIZE));
+}
+
+std::chrono::nanoseconds processCpuTime()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+int allowedCores()
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return std::max(1, CPU_COUNT(&set));
+    return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+} // namespace rookery::device
