@@ -23,6 +23,12 @@ void applyThreadConfig(ThreadConfig config)
         set(std::max(1, config.blasThreads));
 }
 
+ThreadConfig currentThreadConfig()
+{
+    const auto get = blasSymbol<int (*)()>("openblas_get_num_threads");
+    return {at::get_num_threads(), get ? get() : 0};
+}
+
 std::string blasDescription()
 {
     if (auto config = blasSymbol<char *(*)()>("openblas_get_config"))

@@ -13,6 +13,10 @@ namespace rookery::device {
 /// Thread safety: may be called from any thread.
 void applyThreadConfig(ThreadConfig config);
 
+/// The configuration in force on the calling thread (torch's count is per thread,
+/// BLAS's process-wide; blasThreads is 0 when the BLAS library does not say).
+ThreadConfig currentThreadConfig();
+
 /// The BLAS library's name and build, e.g. "OpenBLAS 0.3.21 ... SkylakeX", or
 /// "unknown BLAS" when it does not say.
 std::string blasDescription();
