@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/net/coordinator_address.h"
+#include "engine/net/link.h"
+#include "engine/net/net_context.h"
+#include "engine/net/tls_credentials.h"
+
+namespace rookery::net {
+
+struct DialConfig
+{
+    std::string host;
+    uint16_t port = 0;
+    std::string path = "/rookery";
+    TlsCredentials credentials;
+    PeerCheck server; ///< SwarmCa for peers, PinnedCertificate for the coordinator
+    LinkConfig link;
+    /// After a connection drops or fails, try again after a back-off that doubles from
+    /// `initialBackoff` to `maxBackoff`, with jitter; not after close() or a fatal
+    /// refusal (a certificate refused, no common protocol version).
+    bool reconnect = true;
+    std::chrono::milliseconds initialBackoff{250};
+    std::chrono::milliseconds maxBackoff{30'000};
+};
+
+/// Settings to reach a coordinator: its host, port and path, and its pinned certificate.
+DialConfig coordinatorDialConfig(const CoordinatorAddress &address, TlsCredentials credentials, LinkConfig link);
+
+/// A link to `config.host:port` that connects in the background and, with
+/// `reconnect`, keeps reconnecting. The events name this same Link object across
+/// reconnections: `opened` after each successful handshake, `closed` after each
+/// connection (CloseInfo::reconnecting says whether another attempt follows).
+///
+/// Thread safety: may be called from any thread; events arrive on the NetContext's thread.
+std::shared_ptr<Link> dial(NetContext &context, DialConfig config, LinkEvents events);
+
+} // namespace rookery::net

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Internal to engine/net: includes Boost.Beast. Member definitions of Session<>;
+// included by the one file that instantiates each stream type (tls_transport.cpp, and
+// the tests for beast::test::stream).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/common/version.h"
+#include "engine/net/link_session.h"
+#include "engine/net/tls_context.h"
+
+namespace rookery::net {
+
+namespace detail {
+
+inline constexpr size_t kStagingBytes = 64 * 1024;
+/// Masking chunk for client writes: big enough for full 16 KiB TLS records.
+inline constexpr size_t kWriteBufferBytes = 256 * 1024;
+
+inline std::shared_ptr<uint8_t> allocateFrame(size_t bytes)
+{
+    // 64-byte alignment makes the tensors (at 64-byte offsets) aligned for any vector unit.
+    auto *p = static_cast<uint8_t *>(::operator new(bytes, std::align_val_t(64)));
+    return std::shared_ptr<uint8_t>(p, [](uint8_t *q) { ::operator delete(q, std::align_val_t(64)); });
+}
+
+inline std::string shortNodeId(const std::string &id) { return id.size() > 12 ? id.substr(0, 12) : id; }
+
+inline std::string millis(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+
+inline websocket::close_code closeCodeFor(WireError e)
+{
+    return e == WireError::LimitExceeded || e == WireError::HeaderTooLarge ? websocket::close_code::too_big
+                                                                           : websocket::close_code::protocol_error;
+}
+
+inline std::vector<std::string> ourFeatures() { return {std::string(kFeatureFp16), std::string(kFeatureBf16)}; }
+
+inline std::string software() { return "rookery " + std::string(rookery::kVersion); }
+
+} // namespace detail
+
+template <class NextLayer>
+template <class... Args>
+Session<NextLayer>::Session(SessionSetup setup, Args &&...streamArgs)
+    : m_setup(std::move(setup))
+    , m_ws(std::forward<Args>(streamArgs)...)
+    , m_deadline(m_ws.get_executor())
+    , m_writeWait(m_ws.get_executor())
+    , m_readWait(m_ws.get_executor())
+    , m_decoder(m_setup.config.limits)
+{
+    m_peer.address = m_setup.remote;
+}
+
+template <class NextLayer> Session<NextLayer>::~Session() = default;
+
+template <class NextLayer> void Session<NextLayer>::start()
+{
+    asio::post(m_ws.get_executor(), [self = self()] {
+        self->m_deadline.expires_after(self->m_setup.config.handshakeTimeout);
+        self->m_deadline.async_wait(beast::bind_front_handler(&Self::onDeadline, self));
+        if constexpr (kTls) {
+            if (self->m_setup.side == Side::Client) {
+                self->m_resolver.emplace(self->m_ws.get_executor());
+                self->m_resolver->async_resolve(self->m_setup.host, self->m_setup.port,
+                                                beast::bind_front_handler(&Self::onResolve, self));
+                return;
+            }
+            self->startTls();
+        } else {
+            self->startWebSocket();
+        }
+    });
+}
+
+template <class NextLayer> void Session<NextLayer>::onDeadline(beast::error_code ec)
+{
+    if (ec || m_finished || m_state.load() == State::Open)
+        return;
+    m_closeInfo = {"the handshake did not finish within " + detail::millis(m_setup.config.handshakeTimeout), false,
+                   false, false, false};
+    finish(m_closeInfo);
+}
+
+template <class NextLayer>
+void Session<NextLayer>::onResolve(beast::error_code ec, asio::ip::tcp::resolver::results_type results)
+{
+    if (ec)
+        return onError(ec, "resolving the address");
+    if constexpr (kTls)
+        beast::get_lowest_layer(m_ws).async_connect(results, beast::bind_front_handler(&Self::onConnect, self()));
+}
+
+template <class NextLayer> void Session<NextLayer>::onConnect(beast::error_code ec, asio::ip::tcp::endpoint)
+{
+    if (ec)
+        return onError(ec, "connecting");
+    startTls();
+}
+
+template <class NextLayer> void Session<NextLayer>::startTls()
+{
+    if constexpr (kTls) {
+        auto &tls = m_ws.next_layer();
+        const bool server = m_setup.side == Side::Server;
+        tls.set_verify_mode(asio::ssl::verify_peer | (server ? asio::ssl::verify_fail_if_no_peer_cert : 0));
+        // The callback lives in this session's SSL object, so `this` outlives it.
+        tls.set_verify_callback([this](bool preverified, asio::ssl::verify_context &ctx) {
+            return verifyPeerCertificate(m_setup.check, preverified, ctx, m_verifyFailure);
+        });
+        beast::error_code notAnAddress;
+        asio::ip::make_address(m_setup.host, notAnAddress);
+        if (!server && notAnAddress) // SNI carries host names only
+            SSL_set_tlsext_host_name(tls.native_handle(), m_setup.host.c_str());
+        tls.async_handshake(server ? asio::ssl::stream_base::server : asio::ssl::stream_base::client,
+                            beast::bind_front_handler(&Self::onTlsHandshake, self()));
+    }
+}
+
+template <class NextLayer> void Session<NextLayer>::onTlsHandshake(beast::error_code ec)
+{
+    if (ec)
+        return onError(ec, "TLS handshake");
+    if constexpr (kTls) {
+        m_certNodeId = peerNodeId(m_ws.next_layer().native_handle());
+        m_cipher = negotiatedCipher(m_ws.next_layer().native_handle());
+    }
+    startWebSocket();
+}
+
+template <class NextLayer> void Session<NextLayer>::startWebSocket()
+{
+    m_state = State::Handshaking;
+    websocket::stream_base::timeout t;
+    t.handshake_timeout = m_setup.config.handshakeTimeout;
+    t.idle_timeout = m_setup.config.idleTimeout;
+    t.keep_alive_pings = true;
+    m_ws.set_option(t);
+    m_ws.read_message_max(m_setup.config.limits.maxMessageBytes);
+    m_ws.auto_fragment(false);
+    m_ws.write_buffer_bytes(detail::kWriteBufferBytes);
+    m_ws.binary(true);
+    auto handler = beast::bind_front_handler(&Self::onWebSocketHandshake, self());
+    if (m_setup.side == Side::Client) {
+        m_ws.set_option(websocket::stream_base::decorator(
+            [](websocket::request_type &req) { req.set(beast::http::field::user_agent, detail::software()); }));
+        m_ws.async_handshake(m_setup.host.empty() ? std::string("peer") : m_setup.host + ":" + m_setup.port,
+                             m_setup.path, std::move(handler));
+    } else {
+        m_ws.set_option(websocket::stream_base::decorator(
+            [](websocket::response_type &res) { res.set(beast::http::field::server, detail::software()); }));
+        m_ws.async_accept(std::move(handler));
+    }
+}
+
+template <class NextLayer> void Session<NextLayer>::onWebSocketHandshake(beast::error_code ec)
+{
+    if (ec)
+        return onError(ec, "WebSocket handshake");
+    m_webSocketUp = true;
+    if (m_setup.side == Side::Client) {
+        const auto &c = m_setup.config;
+        Hello hello{c.minVersion,          c.maxVersion,  c.nodeId,          c.role,
+                    detail::ourFeatures(), c.compression, detail::software()};
+        enqueue(std::make_shared<EncodedFrame>(encodeFrame(hello)), 0);
+    }
+    readHead();
+}
+
+template <class NextLayer> void Session<NextLayer>::onHello(const Hello &h)
+{
+    const auto &c = m_setup.config;
+    const uint32_t lo = std::max(c.minVersion, h.minVersion), hi = std::min(c.maxVersion, h.maxVersion);
+    if (lo > hi)
+        return refuse(GoodbyeCode::VersionMismatch,
+                      "no common protocol version: this node speaks " + std::to_string(c.minVersion) + ".." +
+                          std::to_string(c.maxVersion) + ", the peer " + std::to_string(h.minVersion) + ".." +
+                          std::to_string(h.maxVersion));
+    if (kTls && h.nodeId != m_certNodeId)
+        return refuse(GoodbyeCode::Refused, "the Hello names node " + detail::shortNodeId(h.nodeId) +
+                                                " but the certificate is node " + detail::shortNodeId(m_certNodeId));
+    const bool offered =
+        std::find(h.features.begin(), h.features.end(),
+                  h.compression == Compression::Fp16 ? kFeatureFp16 : kFeatureBf16) != h.features.end();
+    const Compression agreed =
+        c.acceptCompression && h.compression != Compression::None && offered ? h.compression : Compression::None;
+    HelloAck ack{hi, c.nodeId, c.role, detail::ourFeatures(), agreed, detail::software()};
+    enqueue(std::make_shared<EncodedFrame>(encodeFrame(ack)), 0);
+    open(PeerInfo{h.nodeId, m_setup.remote, h.role, hi, agreed, h.features, h.software});
+}
+
+template <class NextLayer> void Session<NextLayer>::onHelloAck(const HelloAck &a)
+{
+    const auto &c = m_setup.config;
+    if (a.version < c.minVersion || a.version > c.maxVersion)
+        return refuse(GoodbyeCode::VersionMismatch, "the peer chose protocol version " + std::to_string(a.version) +
+                                                        ", outside this node's " + std::to_string(c.minVersion) + ".." +
+                                                        std::to_string(c.maxVersion));
+    if (a.compression != Compression::None && a.compression != c.compression)
+        return refuse(GoodbyeCode::ProtocolError, "the peer chose a compression this node did not ask for");
+    if (kTls && a.nodeId != m_certNodeId)
+        return refuse(GoodbyeCode::Refused, "the HelloAck names node " + detail::shortNodeId(a.nodeId) +
+                                                " but the certificate is node " + detail::shortNodeId(m_certNodeId));
+    open(PeerInfo{a.nodeId, m_setup.remote, a.role, a.version, a.compression, a.features, a.software});
+}
+
+template <class NextLayer> void Session<NextLayer>::open(PeerInfo peer)
+{
+    m_deadline.cancel();
+    m_compression = peer.compression;
+    {
+        std::lock_guard lock(m_peerMutex);
+        m_peer = std::move(peer);
+    }
+    m_state = State::Open;
+    log::info("net", "link " + describe() + " open: protocol " + std::to_string(m_peer.version) + ", compression " +
+                         std::string(compressionName(m_peer.compression)) +
+                         (m_cipher.empty() ? std::string() : ", " + m_cipher));
+    notify(m_setup.events.opened, self());
+}
+
+template <class NextLayer> void Session<NextLayer>::refuse(GoodbyeCode code, const std::string &reason)
+{
+    log::warning("net", "link " + describe() + " refused: " + reason);
+    m_closeInfo = {reason, false, false, true, false};
+    enqueue(std::make_shared<EncodedFrame>(encodeFrame(Goodbye{code, reason})), 0);
+    m_closeAfterDrain = true;
+    m_closeReason = reason;
+    m_state = State::Closing;
+}
+
+template <class NextLayer> PeerInfo Session<NextLayer>::peer() const
+{
+    std::lock_guard lock(m_peerMutex);
+    return m_peer;
+}
+
+template <class NextLayer> LinkStats Session<NextLayer>::stats() const
+{
+    return {m_bytesSent.load(),        m_bytesReceived.load(), m_messagesSent.load(),
+            m_messagesReceived.load(), m_queuedBytes.load(),   m_queuedMessages.load()};
+}
+
+template <class NextLayer> std::string Session<NextLayer>::describe() const
+{
+    std::lock_guard lock(m_peerMutex);
+    return m_peer.address + (m_peer.nodeId.empty() ? "" : " (node " + detail::shortNodeId(m_peer.nodeId) + ")");
+}
+
+template <class NextLayer> std::string Session<NextLayer>::cipher() const { return m_cipher; }
+
+template <class NextLayer>
+template <class Fn, class... Args>
+void Session<NextLayer>::notify(const Fn &fn, Args &&...args)
+{
+    if (!fn)
+        return;
+    try {
+        fn(std::forward<Args>(args)...);
+    } catch (const std::exception &e) {
+        log::error("net", "link " + describe() + ": an event handler threw: " + e.what());
+    }
+}
+
+} // namespace rookery::net
+
+#include "engine/net/link_session_io.h"

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The production transport: Session<> over TLS over TCP, the listener that accepts
+// such links and the dialled link that keeps reconnecting.
+#include "engine/net/dialer.h"
+#include "engine/net/listener.h"
+
+#include <random>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/net/link_session_impl.h"
+#include "engine/net/net_context_impl.h"
+#include "engine/net/tls_context.h"
+
+namespace rookery::net {
+
+template class Session<TlsStream>;
+using TlsSession = Session<TlsStream>;
+
+namespace {
+
+std::string endpointText(const asio::ip::tcp::endpoint &e)
+{
+    const auto a = e.address();
+    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(e.port());
+}
+
+} // namespace
+
+// ---- Listener --------------------------------------------------------------------
+
+struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
+{
+    Impl(asio::io_context &io, ListenerConfig c, LinkEvents e)
+        : ioc(io)
+        , config(std::move(c))
+        , events(std::move(e))
+        , tls(makeTlsContext(config.credentials, true))
+        , acceptor(asio::make_strand(io))
+    { }
+
+    void bind()
+    {
+        beast::error_code ec;
+        const auto address = asio::ip::make_address(config.bindAddress, ec);
+        if (ec)
+            throw Error("cannot listen on '" + config.bindAddress + "': not an IP address");
+        const asio::ip::tcp::endpoint endpoint(address, config.port);
+        acceptor.open(endpoint.protocol(), ec);
+        if (!ec)
+            acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+        if (!ec)
+            acceptor.bind(endpoint, ec);
+        if (!ec)
+            acceptor.listen(asio::socket_base::max_listen_connections, ec);
+        if (ec)
+            throw Error("cannot listen on " + endpointText(endpoint) + ": " + ec.message());
+        port = acceptor.local_endpoint().port();
+        log::info("net", "listening on " + endpointText(acceptor.local_endpoint()));
+    }
+
+    void accept()
+    {
+        acceptor.async_accept(asio::make_strand(ioc), beast::bind_front_handler(&Impl::onAccept, shared_from_this()));
+    }
+
+    void onAccept(beast::error_code ec, asio::ip::tcp::socket socket)
+    {
+        if (ec) {
+            if (ec == asio::error::operation_aborted || stopped)
+                return;
+            log::warning("net", "accepting a connection failed: " + ec.message());
+            return accept();
+        }
+        beast::error_code ignored;
+        const auto remote = socket.remote_endpoint(ignored);
+        if (linkCount() >= config.maxLinks) {
+            log::warning("net", "refusing " + endpointText(remote) + ": already " + std::to_string(config.maxLinks) +
+                                    " links");
+            socket.close(ignored);
+            return accept();
+        }
+        SessionSetup s;
+        s.side = Side::Server;
+        s.config = config.link;
+        s.events = linkEvents();
+        s.remote = endpointText(remote);
+        s.check = config.clients;
+        s.tls = tls;
+        auto session = std::make_shared<TlsSession>(std::move(s), std::move(socket), *tls);
+        {
+            std::lock_guard lock(mutex);
+            links.push_back(session);
+        }
+        session->start();
+        accept();
+    }
+
+    // The user's events, minus `closed` for links that never opened.
+    LinkEvents linkEvents()
+    {
+        LinkEvents e = events;
+        std::weak_ptr<Impl> weak = shared_from_this();
+        e.closed = [weak, user = events.closed](const std::shared_ptr<Link> &link, const CloseInfo &info) {
+            auto self = weak.lock();
+            if (self) {
+                std::lock_guard lock(self->mutex);
+                std::erase_if(self->links, [&](const auto &w) { return w.expired() || w.lock() == link; });
+            }
+            if (user && !link->peer().software.empty()) // software is set by the Hello exchange
+                user(link, info);
+        };
+        return e;
+    }
+
+    size_t linkCount()
+    {
+        std::lock_guard lock(mutex);
+        std::erase_if(links, [](const auto &w) { return w.expired(); });
+        return links.size();
+    }
+
+    void stop()
+    {
+        if (stopped.exchange(true))
+            return;
+        asio::post(acceptor.get_executor(), [self = shared_from_this()] {
+            beast::error_code ignored;
+            self->acceptor.close(ignored);
+        });
+        std::vector<std::weak_ptr<Link>> all;
+        {
+            std::lock_guard lock(mutex);
+            all = links;
+        }
+        for (auto &w : all)
+            if (auto l = w.lock())
+                l->close("the listener stopped");
+    }
+
+    asio::io_context &ioc;
+    ListenerConfig config;
+    LinkEvents events;
+    std::shared_ptr<asio::ssl::context> tls;
+    asio::ip::tcp::acceptor acceptor;
+    uint16_t port = 0;
+    std::atomic<bool> stopped{false};
+    std::mutex mutex;
+    std::vector<std::weak_ptr<Link>> links;
+};
+
+Listener::Listener(NetContext &context, ListenerConfig config, LinkEvents events)
+    : m(std::make_shared<Impl>(context.impl().ioc, std::move(config), std::move(events)))
+{
+    m->bind();
+    asio::post(m->acceptor.get_executor(), [impl = m] { impl->accept(); });
+}
+
+Listener::~Listener() { stop(); }
+uint16_t Listener::port() const { return m->port; }
+void Listener::stop() { m->stop(); }
+size_t Listener::linkCount() const { return m->linkCount(); }
+
+// ---- Dialled links ---------------------------------------------------------------
+
+namespace {
+
+class DialedLink final : public Link, public std::enable_shared_from_this<DialedLink>
+{
+public:
+    DialedLink(asio::io_context &io, DialConfig config, LinkEvents events)
+        : m_ioc(io)
+        , m_config(std::move(config))
+        , m_events(std::move(events))
+        , m_tls(makeTlsContext(m_config.credentials, false))
+        , m_retry(asio::make_strand(io))
+        , m_random(std::random_device{}())
+    { }
+
+    void connect()
+    {
+        SessionSetup s;
+        s.side = Side::Client;
+        s.config = m_config.link;
+        s.remote = m_config.host + ":" + std::to_string(m_config.port);
+        s.host = m_config.host;
+        s.port = std::to_string(m_config.port);
+        s.path = m_config.path;
+        s.check = m_config.server;
+        s.tls = m_tls;
+        std::weak_ptr<DialedLink> weak = shared_from_this();
+        s.events.opened = [weak](const std::shared_ptr<Link> &) {
+            if (auto self = weak.lock()) {
+                self->m_attempt = 0;
+                if (self->m_events.opened)
+                    self->m_events.opened(self);
+            }
+        };
+        s.events.message = [weak](const std::shared_ptr<Link> &, Message &&m) {
+            if (auto self = weak.lock(); self && self->m_events.message)
+                self->m_events.message(self, std::move(m));
+        };
+        s.events.writable = [weak](const std::shared_ptr<Link> &) {
+            if (auto self = weak.lock(); self && self->m_events.writable)
+                self->m_events.writable(self);
+        };
+        s.events.closed = [weak](const std::shared_ptr<Link> &, const CloseInfo &info) {
+            if (auto self = weak.lock())
+                self->onClosed(info);
+        };
+        auto session = std::make_shared<TlsSession>(std::move(s), asio::make_strand(m_ioc), *m_tls);
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_closed)
+                return;
+            m_session = session;
+        }
+        session->start();
+    }
+
+    SendResult send(const Message &message) override
+    {
+        auto s = current();
+        return s ? s->send(message) : SendResult::NotOpen;
+    }
+
+    void close(const std::string &reason) override
+    {
+        std::shared_ptr<TlsSession> s;
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_closed)
+                return;
+            m_closed = true;
+            s = m_session;
+        }
+        asio::post(m_retry.get_executor(), [self = shared_from_this()] { self->m_retry.cancel(); });
+        if (s)
+            s->close(reason);
+    }
+
+    bool isOpen() const override
+    {
+        auto s = current();
+        return s && s->isOpen();
+    }
+    PeerInfo peer() const override
+    {
+        auto s = current();
+        return s ? s->peer() : PeerInfo{};
+    }
+    LinkStats stats() const override
+    {
+        auto s = current();
+        return s ? s->stats() : LinkStats{};
+    }
+    std::string describe() const override
+    {
+        auto s = current();
+        return s ? s->describe() : m_config.host + ":" + std::to_string(m_config.port);
+    }
+
+private:
+    std::shared_ptr<TlsSession> current() const
+    {
+        std::lock_guard lock(m_mutex);
+        return m_session;
+    }
+
+    void onClosed(CloseInfo info)
+    {
+        std::chrono::milliseconds delay{0};
+        {
+            std::lock_guard lock(m_mutex);
+            info.reconnecting = m_config.reconnect && !m_closed && !info.fatal;
+            if (info.reconnecting) {
+                // Exponential back-off with jitter in [50%, 100%], so that a swarm whose
+                // coordinator restarts does not reconnect in lockstep.
+                const auto cap =
+                    std::min(m_config.maxBackoff.count(), m_config.initialBackoff.count() << std::min(m_attempt, 20));
+                delay = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap / 2, cap)(m_random));
+                ++m_attempt;
+            }
+        }
+        if (m_events.closed)
+            m_events.closed(shared_from_this(), info);
+        if (!info.reconnecting)
+            return;
+        log::info("net", "link " + describe() + ": reconnecting in " + std::to_string(delay.count()) + " ms");
+        asio::post(m_retry.get_executor(), [self = shared_from_this(), delay] {
+            self->m_retry.expires_after(delay);
+            self->m_retry.async_wait([self](beast::error_code ec) {
+                if (!ec)
+                    self->connect();
+            });
+        });
+    }
+
+    asio::io_context &m_ioc;
+    DialConfig m_config;
+    LinkEvents m_events;
+    std::shared_ptr<asio::ssl::context> m_tls;
+    asio::steady_timer m_retry;
+    std::mt19937_64 m_random;
+    int m_attempt = 0;
+    mutable std::mutex m_mutex;
+    bool m_closed = false;
+    std::shared_ptr<TlsSession> m_session;
+};
+
+} // namespace
+
+DialConfig coordinatorDialConfig(const CoordinatorAddress &address, TlsCredentials credentials, LinkConfig link)
+{
+    DialConfig c;
+    c.host = address.host;
+    c.port = address.port;
+    c.path = address.path;
+    c.credentials = std::move(credentials);
+    c.server.kind = PeerCheck::Kind::PinnedCertificate;
+    c.server.sha256 = address.sha256;
+    c.link = std::move(link);
+    return c;
+}
+
+std::shared_ptr<Link> dial(NetContext &context, DialConfig config, LinkEvents events)
+{
+    auto link = std::make_shared<DialedLink>(context.impl().ioc, std::move(config), std::move(events));
+    link->connect();
+    return link;
+}
+
+} // namespace rookery::net
