@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <QtTest>
+
+#include "engine/common/error.h"
+#include "engine/model/model_zoo.h"
+#include "engine/swarm/swarm_planner.h"
+
+using namespace rookery;
+using namespace rookery::swarm;
+
+class TestSwarmPlanner : public QObject
+{
+    Q_OBJECT
+
+    PlanModel mlp() const { return {model::mlpSpec(), 64, 1}; }
+
+    std::vector<PlanVolunteer> volunteers(int n, double memoryFraction, double gflops = 50) const
+    {
+        const auto demand = demandOf(mlp());
+        std::vector<PlanVolunteer> v;
+        for (int i = 0; i < n; ++i)
+            v.push_back(
+                {"node-" + std::to_string(i), {gflops, int64_t(double(demand.memoryBytes) * memoryFraction), 100e6}});
+        return v;
+    }
+
+private Q_SLOTS:
+    void demandOfTheMlp()
+    {
+        const auto d = demandOf(mlp());
+        // Parameters, gradients and momentum of 669,706 floats, stashed weight versions
+        // in flight, and activations.
+        QVERIFY(d.memoryBytes > 669706 * 4 * 3);
+        QVERIFY(d.memoryBytes < 669706 * 4 * 8 + (16 << 20));
+        // Forward 2 x 669k multiply-adds per sample; training 2-3 times that (no input gradient for the first layer).
+        QVERIFY(d.trainFlopsPerSample > 2.2 * 2 * 669706 && d.trainFlopsPerSample < 3.2 * 2 * 669706);
+        QCOMPARE(d.maxStages, 6);
+    }
+
+    void fourSmallMachinesMakeTwoClustersOfTwo()
+    {
+        const auto v = volunteers(4, 0.7);
+        const SwarmPlan plan = planSwarm(mlp(), v, {3});
+        QCOMPARE(plan.clustering.clusterCount(), 2);
+        for (const auto &p : plan.pipelines) {
+            QCOMPARE(p.stages.size(), size_t(2));
+            QVERIFY(p.partition.fits());
+        }
+        // Both clusters are alike, so they cut alike: one ring per stage, one member per cluster.
+        QCOMPARE(plan.pipelines[0].partition.cuts(), plan.pipelines[1].partition.cuts());
+        QCOMPARE(plan.rings.size(), size_t(2));
+        for (const auto &r : plan.rings)
+            QCOMPARE(r.members.size(), size_t(2));
+        QVERIFY(plan.predictedSamplesPerSecond > 0);
+    }
+
+    void differentCutsMakeMoreRings()
+    {
+        std::vector<PlanVolunteer> v = volunteers(4, 0.7);
+        v[0].capacity.gflops = 200; // cluster of 0 and 1 cuts elsewhere than 2 and 3
+        Clustering c =
+            evaluate({v[0].capacity, v[1].capacity, v[2].capacity, v[3].capacity}, {0, 0, 1, 1}, demandOf(mlp()));
+        const SwarmPlan plan = completePlan(mlp(), v, c);
+        QVERIFY(plan.pipelines[0].partition.cuts() != plan.pipelines[1].partition.cuts());
+        // Every layer with parameters is averaged by exactly one ring of two members.
+        std::vector<int> covered(6, 0);
+        for (const auto &r : plan.rings) {
+            QCOMPARE(r.members.size(), size_t(2));
+            for (size_t l = r.firstLayer; l < r.lastLayer; ++l)
+                ++covered[l];
+        }
+        QCOMPARE(covered[1], 1);
+        QCOMPARE(covered[3], 1);
+        QCOMPARE(covered[5], 1);
+    }
+
+    void fasterMachineTakesTheHeavierPart()
+    {
+        std::vector<PlanVolunteer> v = volunteers(2, 0.7);
+        v[1].capacity.gflops = 200;
+        const PipelinePlan p = planPipeline(mlp(), v, {0, 1});
+        const auto &stages = p.partition.stages;
+        const size_t fastStage = p.stages[0] == 1 ? 0 : 1;
+        // The fast machine gets the larger share of the work (FLOPs = seconds x GFLOP/s).
+        QVERIFY(stages[fastStage].computeSeconds * 200 > stages[1 - fastStage].computeSeconds * 50);
+    }
+
+    void keepsUnchangedPipelines()
+    {
+        const auto v = volunteers(4, 0.7);
+        const SwarmPlan first = planSwarm(mlp(), v, {3});
+        const SwarmPlan again = completePlan(mlp(), v, first.clustering, &first, {1});
+        QCOMPARE(again.pipelines[0].stages, first.pipelines[0].stages);
+        QCOMPARE(again.pipelines[0].partition.cuts(), first.pipelines[0].partition.cuts());
+    }
+
+    void refusesTooLittleMemory() { QVERIFY_THROWS_EXCEPTION(Error, planSwarm(mlp(), volunteers(2, 0.2))); }
+};
+
+QTEST_APPLESS_MAIN(TestSwarmPlanner)
+#include "tst_swarm_planner.moc"
