@@ -9,6 +9,7 @@
 #include "engine/common/error.h"
 #include "engine/common/format.h"
 #include "engine/common/log.h"
+#include "engine/device/profile_service.h"
 #include "engine/node/local_run.h"
 
 namespace {
@@ -64,11 +65,30 @@ int runLocal(const rookery::app::NodeOptions &options)
 
     node::LocalRun run(options.local, cb);
     const node::LocalRunSummary s = run.run(&g_stop);
-    if (s.stopped)
-        std::printf("stopped at step %lld; checkpoint saved. Run the same command to resume.\n", (long long)s.endStep);
-    else if (s.finalEval)
+    if (s.stopped) {
+        // "stopped: resident memory ... crossed the cap ..." -> " (resident memory ...)"
+        const auto colon = s.stopReason.find(": ");
+        const std::string why = colon == std::string::npos ? s.stopReason : s.stopReason.substr(colon + 2);
+        const std::string note = why.empty() || why == "on request" ? "" : " (" + why + ")";
+        std::printf("stopped at step %lld%s; checkpoint saved. Run the same command to resume.\n", (long long)s.endStep,
+                    note.c_str());
+    } else if (s.finalEval)
         std::printf("done: step %lld, test accuracy %s, test loss %.4f\n", (long long)s.endStep,
                     format::percent(s.finalEval->accuracy, 2).c_str(), s.finalEval->loss);
+    return 0;
+}
+
+// --profile: from the cache unless stale, else measured now (a few seconds).
+int printProfile(const rookery::app::NodeOptions &options)
+{
+    using namespace rookery;
+    const device::ProfileLookup p = device::loadCapabilityProfile(options.dataDir, options.remeasure);
+    if (options.json) {
+        std::printf("%s\n", device::toJson(p.profile).c_str());
+    } else {
+        std::printf("%s", device::describe(p.profile).c_str());
+        std::printf("%-11s%s\n", "source", ((p.measured ? "measured now: " : "cache: ") + p.why).c_str());
+    }
     return 0;
 }
 
@@ -90,6 +110,8 @@ int main(int argc, char **argv)
     }
     installSignalHandlers();
     try {
+        if (options.profile)
+            return printProfile(options);
         return runLocal(options);
     } catch (const Error &e) {
         std::fprintf(stderr, "rookery-node: error: %s\n", e.what());

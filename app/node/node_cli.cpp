@@ -2,7 +2,9 @@
 #include "app/node/node_cli.h"
 
 #include "engine/common/arg_parser.h"
+#include "engine/common/error.h"
 #include "engine/common/paths.h"
+#include "engine/device/schedule.h"
 #include "engine/model/model_zoo.h"
 
 namespace rookery::app {
@@ -36,14 +38,44 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
     p.option("seed", "N", "random seed for initialisation and data order", &seed, 0, INT64_MAX);
     p.flag("fresh", "start from scratch instead of resuming this run's newest checkpoint", &l.fresh);
     p.flag("quiet", "print only errors and the final result", &o.quiet);
+    p.flag("profile", "print this machine's capability profile (cached up to 30 days) and exit", &o.profile);
+    p.flag("json", "with --profile: print it as JSON", &o.json);
+    p.flag("remeasure", "with --profile: measure again instead of using the cache", &o.remeasure);
+    auto &g = l.governor;
+    int64_t maxCores = 0, cpuPercent = 100, idleCpuPercent = 100;
+    bool onBattery = false;
+    p.option("max-cores", "N", "governor: use at most N cores (0: all)", &maxCores, 0, 4096);
+    p.option("cpu-percent", "P", "governor: use at most P% of CPU time on those cores", &cpuPercent, 1, 100);
+    p.option("idle-cpu-percent", "P", "governor: CPU time cap while the user is idle (default: --cpu-percent)",
+             &idleCpuPercent, 1, 100);
+    p.option("memory-cap", "MIB", "governor: checkpoint and stop past this resident memory (0: none)", &g.memoryCapMiB,
+             0, int64_t(1) << 30);
+    p.flag("idle-only", "governor: train only while the user is idle", &g.runOnlyWhenIdle);
+    p.option("idle-minutes", "N", "governor: minutes without input before the user counts as idle", &g.idleMinutes, 1,
+             24 * 60);
+    p.option("schedule", "TEXT", "governor: weekly schedule, e.g. 'mon-fri 18:00-08:00, sat-sun all day'", &g.schedule);
+    p.flag("run-on-battery", "governor: keep training on battery power", &onBattery);
     p.epilog("Examples:\n"
              "  rookery-node                        train the MLP, resuming if it was interrupted\n"
-             "  rookery-node --model cnn --steps 2000 --run cnn-demo\n\n"
+             "  rookery-node --model cnn --steps 2000 --run cnn-demo\n"
+             "  rookery-node --cpu-percent 50 --schedule 'mon-fri 18:00-08:00, sat-sun all day'\n"
+             "  rookery-node --profile --json       this machine's measured capabilities\n\n"
              "Ctrl-C checkpoints and stops; running the same command again resumes.\n"
              "Exit status: 0 done or stopped, 1 error, 2 bad command line.");
     if (p.parse(argc, argv) != ArgParser::Outcome::Run)
         return false;
     l.seed = uint64_t(seed);
+    g.whenActive.maxCores = g.whenIdle.maxCores = maxCores;
+    g.whenActive.cpuPercent = cpuPercent;
+    g.whenIdle.cpuPercent = p.given("idle-cpu-percent") ? idleCpuPercent : cpuPercent;
+    g.pauseOnBattery = !onBattery;
+    try {
+        device::Schedule::parse(g.schedule);
+    } catch (const Error &e) {
+        throw Error(std::string("--schedule: ") + e.what());
+    }
+    if ((o.json || o.remeasure) && !o.profile)
+        throw Error("--json and --remeasure go with --profile");
     l.dataDir = o.dataDir;
     l.datasetDir = o.datasetDir;
     return true;

@@ -14,6 +14,9 @@ struct NodeOptions
     std::string dataDir;
     std::string datasetDir;
     bool quiet = false;
+    bool profile = false;   ///< print the capability profile and exit
+    bool json = false;      ///< ... as JSON
+    bool remeasure = false; ///< ... measured now rather than from the cache
 };
 
 /// Parses argv into `options`. Returns false when --help or --version was shown.

@@ -271,6 +271,9 @@ void Governor::evaluateLocked(SteadyTime now)
     s.idleSource = m_env.idle ? m_env.idle->name() : std::string();
     s.onBattery = m_power.onBattery;
     s.batteryPercent = m_power.batteryPercent;
+    s.pausedByUser = m_paused;
+    s.snoozedUntilMs =
+        m_snoozeUntil ? duration_cast<milliseconds>(m_snoozeUntilWall.time_since_epoch()).count() : int64_t(0);
     const std::string hold = m_closed ? std::string() : holdReasonLocked();
     if (m_closed) {
         s.state = GovernorState::Stopped;

@@ -61,7 +61,9 @@ struct GovernorStatus
     std::string idleSource; ///< empty: none, so the user counts as active
     bool onBattery = false;
     std::optional<int> batteryPercent;
-    int inFlight = 0; ///< microbatches let through and not yet finished
+    bool pausedByUser = false;
+    int64_t snoozedUntilMs = 0; ///< Unix time in milliseconds; 0 when not snoozed
+    int inFlight = 0;           ///< microbatches let through and not yet finished
 };
 
 /// The resource governor: a WorkGate that holds compute threads while work must not run

@@ -2,6 +2,7 @@
 #include "engine/node/local_run.h"
 
 #include <chrono>
+#include <stop_token>
 #include <thread>
 
 #include "engine/common/error.h"
@@ -9,6 +10,7 @@
 #include "engine/common/paths.h"
 #include "engine/data/image_dataset.h"
 #include "engine/device/compute_threads.h"
+#include "engine/device/governor.h"
 #include "engine/model/model_zoo.h"
 #include "engine/store/checkpoint_store.h"
 #include "engine/store/checkpoint_writer.h"
@@ -31,6 +33,19 @@ struct Smoothed
         primed = true;
     }
 };
+
+// What training `config` adds to resident memory, roughly: weights, gradients and
+// optimizer state, plus forward activations kept for backward, their gradients and the
+// input batch, with half again for allocator slack and temporaries.
+uint64_t trainingBytes(const train::TrainerConfig &config)
+{
+    const int slots = config.optimizer.kind == train::OptimizerKind::AdamW ? 2 : 1;
+    uint64_t bytes = uint64_t(model::parameterCount(config.model)) * 4 * uint64_t(2 + slots);
+    for (const auto &cost : model::layerCosts(config.model, config.batchSize))
+        bytes += uint64_t(cost.activationBytes) * 2;
+    bytes += uint64_t(config.batchSize) * uint64_t(config.model.input.elements()) * 4;
+    return bytes + bytes / 2;
+}
 
 } // namespace
 
@@ -55,7 +70,14 @@ train::TrainerConfig trainerConfigFor(const LocalRunSettings &s)
 LocalRun::LocalRun(LocalRunSettings settings, Callbacks callbacks)
     : m_settings(std::move(settings))
     , m_callbacks(std::move(callbacks))
-{ }
+{
+    device::GovernorEnvironment env = device::systemEnvironment();
+    if (m_settings.threads > 0) // --threads is the machine as far as this run is concerned
+        env.cores = std::min(env.cores, m_settings.threads);
+    m_governor = std::make_unique<device::Governor>(m_settings.governor, std::move(env));
+}
+
+LocalRun::~LocalRun() = default;
 
 void LocalRun::say(const std::string &text) const
 {
@@ -92,9 +114,9 @@ LocalRunSummary LocalRun::run(const std::atomic<bool> *stop)
         config.seed = st.seed;
     }
 
-    const int cores = s.threads > 0 ? s.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    const device::ThreadConfig threads = device::defaultThreadConfig(cores);
+    device::ThreadConfig threads = m_governor->threadConfig();
     device::applyThreadConfig(threads);
+    m_governor->checkFits(trainingBytes(config), "training " + config.model.name);
 
     train::Trainer trainer(config, train);
     LocalRunSummary summary;
@@ -123,6 +145,20 @@ LocalRunSummary LocalRun::run(const std::atomic<bool> *stop)
                                     },
                                     nullptr});
 
+    // The governor speaks for itself when its state changes; a stop request must also
+    // reach a thread that the governor holds, hence the watcher.
+    m_governor->setObserver([this](const device::GovernorStatus &st) { say("governor: " + st.reason); });
+    if (m_governor->status().state != device::GovernorState::Running)
+        say("governor: " + m_governor->status().reason);
+    std::jthread stopWatcher;
+    if (stop)
+        stopWatcher = std::jthread([this, stop](std::stop_token quit) {
+            while (!quit.stop_requested() && !stop->load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            if (stop->load())
+                m_governor->close("stopped: on request");
+        });
+
     LocalRunProgress progress;
     progress.totalSteps = s.steps;
     Smoothed loss, rate;
@@ -130,11 +166,16 @@ LocalRunSummary LocalRun::run(const std::atomic<bool> *stop)
     const auto start = Clock::now();
     auto lastReport = Clock::now();
     while (trainer.stepCount() < s.steps) {
-        if (stop && stop->load()) {
+        if ((stop && stop->load()) || !m_governor->enter()) {
             summary.stopped = true;
+            summary.stopReason = stop && stop->load() ? "stopped: on request" : m_governor->status().reason;
             break;
         }
+        if (const auto wanted = m_governor->threadConfig(); !(wanted == threads))
+            device::applyThreadConfig(threads = wanted);
+        const auto stepStart = Clock::now();
         const train::StepMetrics m = trainer.step();
+        m_governor->leave(Clock::now() - stepStart);
         loss.add(m.loss);
         rate.add(m.samplesPerSecond());
         const int64_t step = trainer.stepCount();
@@ -158,6 +199,7 @@ LocalRunSummary LocalRun::run(const std::atomic<bool> *stop)
                 m_callbacks.progress(progress);
         }
     }
+    m_governor->setObserver(nullptr);
     summary.endStep = trainer.stepCount();
     summary.seconds = secondsSince(start);
     if (summary.endStep != lastSubmitted)

@@ -5,10 +5,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "engine/device/governor_settings.h"
 #include "engine/train/trainer.h"
+
+namespace rookery::device {
+class Governor;
+}
 
 namespace rookery::node {
 
@@ -32,6 +38,7 @@ struct LocalRunSettings
     std::string run = "local";     ///< checkpoints are kept per run name
     std::filesystem::path dataDir; ///< holds rookery.db
     std::filesystem::path datasetDir;
+    device::GovernorSettings governor; ///< limits, schedule, idle and battery rules
 };
 
 struct LocalRunProgress
@@ -48,7 +55,8 @@ struct LocalRunSummary
 {
     int64_t startStep = 0; ///< > 0 when resumed from a checkpoint
     int64_t endStep = 0;
-    bool stopped = false; ///< stopped early on request
+    bool stopped = false;   ///< stopped early: on request, or by the governor
+    std::string stopReason; ///< why, when stopped: "stopped on request", the governor's reason
     std::optional<train::EvalMetrics> finalEval;
     double seconds = 0;
 };
@@ -57,8 +65,14 @@ struct LocalRunSummary
 /// newest checkpoint unless told not to, trains, evaluates, and checkpoints every N
 /// steps, at the end and when asked to stop.
 ///
+/// Every step passes the resource governor first (device/governor.h): it may hold the
+/// run (paused, schedule, battery, idle rules), space steps out (CPU cap), or stop it
+/// (memory cap), in which case the run checkpoints and returns as stopped.
+///
 /// Thread safety: run() on one thread; the callbacks are called on that thread,
-/// except checkpoint callbacks, which come from the store's writer thread.
+/// except checkpoint callbacks, which come from the store's writer thread, and
+/// governor messages, which come from whichever thread changed the governor's state.
+/// governor() may be used from any thread (pause, resume, snooze, new settings).
 class LocalRun
 {
 public:
@@ -71,18 +85,23 @@ public:
         std::function<void(int64_t step)> checkpointSaved;
     };
 
+    /// Throws rookery::Error for invalid governor settings.
     LocalRun(LocalRunSettings settings, Callbacks callbacks);
+    ~LocalRun();
 
     /// Trains until `steps` or until *stop becomes true (checked between steps; safe to
     /// set from a signal handler). Throws rookery::Error for bad data, settings or
     /// database, before any training and without changing saved state.
     LocalRunSummary run(const std::atomic<bool> *stop = nullptr);
 
+    device::Governor &governor() { return *m_governor; }
+
 private:
     void say(const std::string &text) const;
 
     LocalRunSettings m_settings;
     Callbacks m_callbacks;
+    std::unique_ptr<device::Governor> m_governor;
 };
 
 /// The trainer configuration the settings describe (validates them).

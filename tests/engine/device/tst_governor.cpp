@@ -91,6 +91,7 @@ private Q_SLOTS:
         auto g = rig.make();
         g->pause();
         QCOMPARE_STATE(*g, GovernorState::Paused, "paused: by the user");
+        QVERIFY(g->status().pausedByUser);
         const auto a = g->tryEnter();
         QVERIFY(!a.closed);
         QVERIFY(a.wait > 0ns);
@@ -107,6 +108,7 @@ private Q_SLOTS:
         auto g = rig.make();
         g->snooze(15min);
         QCOMPARE_STATE(*g, GovernorState::Paused, "paused: snoozed until 00:15");
+        QCOMPARE(g->status().snoozedUntilMs, int64_t(1704067200 + 15 * 60) * 1000);
         QVERIFY(g->tryEnter().wait <= 15min);
         rig.tick(14min + 59s);
         QCOMPARE_STATE(*g, GovernorState::Paused, "snoozed");
