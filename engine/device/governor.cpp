@@ -2,6 +2,7 @@
 #include "engine/device/governor.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/common/error.h"
 #include "engine/common/format.h"
@@ -279,6 +280,7 @@ void Governor::evaluateLocked(SteadyTime now)
         s.state = GovernorState::Stopped;
         s.reason = m_closedReason;
     } else if (!hold.empty()) {
+        m_heldSinceCharge = true;
         s.state = GovernorState::Paused;
         s.reason = hold;
     } else {
@@ -356,7 +358,9 @@ void Governor::chargeLedgerLocked(SteadyTime now)
     m_unchargedBusy = nanoseconds(0);
     const double elapsed = double(duration_cast<nanoseconds>(now - m_ledgerAt).count());
     m_ledgerAt = now;
-    if (cap >= 1.0) {
+    // A pause is rest enough: CPU used meanwhile (evaluation, the UI) is not owed, and
+    // the quiet time is not banked either.
+    if (cap >= 1.0 || std::exchange(m_heldSinceCharge, false)) {
         m_ledgerNs = 0;
         return;
     }

@@ -171,7 +171,8 @@ private:
     bool m_batteryHold = false;          // battery rule: holding since a battery spell
     std::optional<SteadyTime> m_acSince; // when AC came back during a battery hold
 
-    double m_ledgerNs = 0; // CPU-time credit in nanoseconds; negative = in debt
+    double m_ledgerNs = 0;          // CPU-time credit in nanoseconds; negative = in debt
+    bool m_heldSinceCharge = false; // a hold since the last charge: start the ledger afresh
     SteadyTime m_ledgerAt{};
     std::chrono::nanoseconds m_lastCpu{0};
     std::chrono::nanoseconds m_unchargedBusy{0};

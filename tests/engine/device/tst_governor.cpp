@@ -391,6 +391,27 @@ private Q_SLOTS:
         QCOMPARE(g->tryEnter().wait.count(), 0);
     }
 
+    void cpuUsedDuringAPauseIsNotOwed()
+    {
+        Rig rig;
+        rig.cpuNs = std::make_shared<std::atomic<int64_t>>(0);
+        GovernorSettings s;
+        s.whenActive.cpuPercent = 50;
+        auto g = rig.make(s);
+        QCOMPARE(g->tryEnter().wait.count(), 0);
+        rig.clock->advance(10ms);
+        g->leave(10ms);
+        g->pause();
+        *rig.cpuNs += 10'000'000'000; // ten seconds of evaluation and UI while paused
+        rig.tick(1min);
+        g->resume();
+        QCOMPARE(g->tryEnter().wait.count(), 0);
+        rig.clock->advance(100ms);
+        *rig.cpuNs += 400'000'000; // 4 cores busy for 100 ms: the cap applies again at once
+        g->leave(100ms);
+        QCOMPARE(g->tryEnter().wait, std::chrono::nanoseconds(100ms));
+    }
+
     void fullCapNeverWaitsAndQuietTimeBanksLittle()
     {
         Rig rig;
