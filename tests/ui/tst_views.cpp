@@ -97,6 +97,8 @@ private Q_SLOTS:
         test::UiFixture f;
         f.start();
         auto *charts = f.window()->charts();
+        charts->throughputChart()->setBinMs(0); // snapshots here come microseconds apart
+        charts->lossChart()->setBinMs(0);
         QCOMPARE(charts->throughputChart()->points().size(), 0);
         auto s = swarmSnapshot();
         f.publish(s);
@@ -112,6 +114,7 @@ private Q_SLOTS:
         f.publish(s);
         QCOMPARE(charts->throughputChart()->points().size(), 2);
         QCOMPARE(charts->lossChart()->points().size(), 2);
+        charts->throughputChart()->refresh(); // else the next one-second refresh
         QVERIFY(charts->throughputChart()->title().contains(QStringLiteral("2,400")));
         // Paused: throughput drops to zero, the loss is not repeated.
         s.training.samplesPerSecond = 0;
@@ -124,10 +127,27 @@ private Q_SLOTS:
     {
         ui::MetricChart chart(QStringLiteral("t"), 0, ui::MetricChart::YRange::FromZero, QStringLiteral("%.0f"));
         chart.setWindowMs(10'000);
+        chart.setBinMs(0);
         for (int i = 0; i <= 30; ++i)
             chart.addPoint(1'000'000 + i * 1000, i);
         QCOMPARE(chart.points().size(), 11); // the last 10 s
         QCOMPARE(chart.points().front().y(), 20.0);
+    }
+
+    void chartsAverageWithinABin()
+    {
+        ui::MetricChart chart(QStringLiteral("t"), 0, ui::MetricChart::YRange::FromZero, QStringLiteral("%.0f"));
+        chart.setBinMs(2000);
+        chart.addPoint(10'000, 10);
+        chart.addPoint(10'500, 20);
+        chart.addPoint(11'900, 30);
+        QCOMPARE(chart.points().size(), 1);
+        QCOMPARE(chart.points().back(), QPointF(10'000, 20));
+        chart.addPoint(12'000, 5); // a new bin
+        QCOMPARE(chart.points().size(), 2);
+        QCOMPARE(chart.points().back().y(), 5.0);
+        chart.addPoint(12'100, qQNaN()); // not a number: ignored
+        QCOMPARE(chart.points().back().y(), 5.0);
     }
 
     void peerGraphFollowsThePeers()

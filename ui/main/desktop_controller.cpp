@@ -401,8 +401,10 @@ void DesktopController::finishQuit(const QString &error)
     m_quitTimer.stop();
     if (!error.isEmpty())
         log(true, tr("Quitting without a final checkpoint: %1").arg(error));
-    if (m_quitProgress)
-        m_quitProgress->close();
+    if (m_quitProgress) {
+        m_quitProgress->close(); // deletes itself later (WA_DeleteOnClose)
+        m_quitProgress.clear();
+    }
     m_window->setAllowClose(true);
     Q_EMIT quitFinished();
 }

@@ -35,6 +35,10 @@ StatusBanner::StatusBanner(QWidget *parent)
     m_detail->setObjectName(QStringLiteral("cardKey"));
     m_detail->setWordWrap(true);
     m_progress->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    // Fixed: its text changes with every snapshot, and a changing width would lay the
+    // whole window (charts included) out again each time.
+    m_progress->setFixedWidth(
+        m_progress->fontMetrics().horizontalAdvance(QStringLiteral("step 9,999,999 of 9,999,999")) + 8);
     m_progress->setAccessibleName(tr("Training progress"));
     m_error->setWordWrap(true);
     m_error->hide();
@@ -76,6 +80,10 @@ StatusBanner::StatusBanner(QWidget *parent)
 
 void StatusBanner::setAction(Action action)
 {
+    // Icons are rendered from SVG: do it when the action changes, not on every snapshot.
+    if (m_haveAction && action == m_current)
+        return;
+    m_haveAction = true;
     m_current = action;
     static const struct
     {
@@ -97,14 +105,14 @@ void StatusBanner::setAction(Action action)
 void StatusBanner::showSnapshot(const node::EngineSnapshot &s)
 {
     const StatusText status = statusText(s);
-    m_state = status.state;
-    const QColor dot = stateColor(m_state);
-    m_dot->setStyleSheet(QStringLiteral("background: %1; border-radius: 7px;").arg(dot.name()));
+    if (status.state != m_state) {
+        m_state = status.state;
+        paintDot();
+    }
     m_headline->setText(status.headline);
     m_detail->setText(status.detail);
     m_detail->setVisible(!status.detail.isEmpty());
     m_error->setText(toQString(s.lastError));
-    m_error->setStyleSheet(QStringLiteral("color: %1;").arg(stateColor("error").name()));
     m_error->setVisible(!s.lastError.empty());
 
     const auto &t = s.training;
@@ -131,9 +139,17 @@ void StatusBanner::changeEvent(QEvent *event)
 {
     QFrame::changeEvent(event);
     if (event->type() == QEvent::PaletteChange) {
-        m_dot->setStyleSheet(QStringLiteral("background: %1; border-radius: 7px;").arg(stateColor(m_state).name()));
+        paintDot();
+        m_haveAction = false;
         setAction(m_current);
     }
+}
+
+void StatusBanner::paintDot()
+{
+    // Style sheets are re-polished on every set: only when the colour changes.
+    m_dot->setStyleSheet(QStringLiteral("background: %1; border-radius: 7px;").arg(stateColor(m_state).name()));
+    m_error->setStyleSheet(QStringLiteral("color: %1;").arg(stateColor("error").name()));
 }
 
 } // namespace rookery::ui

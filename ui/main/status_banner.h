@@ -48,7 +48,10 @@ private:
     QLabel *m_progress;
     QLabel *m_error;
     QPushButton *m_action;
+    void paintDot();
+
     Action m_current = Action::Consent;
+    bool m_haveAction = false;
     std::string m_state;
 };
 

@@ -70,9 +70,12 @@ void TrayIcon::show() { m_icon->show(); }
 void TrayIcon::showSnapshot(const node::EngineSnapshot &s)
 {
     const StatusText status = statusText(s);
-    m_paused = s.governor.pausedByUser || s.governor.snoozedUntilMs > 0;
-    m_pause->setText(m_paused ? tr("&Resume") : tr("&Pause"));
-    m_pause->setIcon(themedIcon(m_paused ? QStringLiteral("resume") : QStringLiteral("pause")));
+    const bool paused = pausedByUser(s);
+    if (paused != m_paused) { // icons are rendered from SVG: only on a change
+        m_paused = paused;
+        m_pause->setText(m_paused ? tr("&Resume") : tr("&Pause"));
+        m_pause->setIcon(themedIcon(m_paused ? QStringLiteral("resume") : QStringLiteral("pause")));
+    }
     m_pause->setEnabled(s.consentGiven && s.running);
     m_snooze->setEnabled(s.consentGiven && s.running && !m_paused);
     m_status->setText(status.headline);
