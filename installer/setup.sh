@@ -29,7 +29,7 @@ packages=(
     # data
     dataset-fashion-mnist
     # tests, fuzzing, screenshots, packaging checks
-    xvfb xauth x11-apps imagemagick clang-14 libclang-rt-14-dev libfuzzer-14-dev
+    xvfb xauth x11-apps dbus-daemon imagemagick clang-14 libclang-rt-14-dev libfuzzer-14-dev
     desktop-file-utils appstream dpkg-dev file
 )
 
