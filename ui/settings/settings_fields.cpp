@@ -81,7 +81,7 @@ std::vector<SettingsField> makeFields()
          0,
          0,
          "true"},
-        {"battery-resume-seconds", K::Integer, P::Rules, tr("Resume after"),
+        {"battery-resume-seconds", K::Integer, P::Rules, tr("Resume on mains after"),
          tr("Seconds on mains power before work resumes after a battery spell."), tr(" s"), tr("At once"), 0, 24 * 3600,
          "60"},
         {"memory-cap-mib", K::Integer, P::Rules, tr("Memory cap"),
