@@ -78,6 +78,34 @@ void Optimizer::stepAdamW()
     }
 }
 
+void Optimizer::predictInto(std::vector<torch::Tensor> &into, double steps) const
+{
+    if (into.size() != m_slots.size())
+        throw Error("predictInto() needs " + std::to_string(m_slots.size()) + " tensors, got " +
+                    std::to_string(into.size()));
+    torch::NoGradGuard noGrad;
+    const double lr = m_config.learningRate;
+    const bool sgd = m_config.kind == OptimizerKind::Sgd;
+    if (steps <= 0 || m_step == 0 || (sgd && m_config.momentum == 0)) {
+        for (size_t i = 0; i < m_slots.size(); ++i)
+            into[i].copy_(m_slots[i].param);
+        return;
+    }
+    if (sgd) {
+        // While the gradients hold steady so does the buffer, and each step moves the
+        // parameters by -lr * buffer. One pass: read both, write the prediction.
+        for (size_t i = 0; i < m_slots.size(); ++i)
+            at::add_out(into[i], m_slots[i].param, m_slots[i].buf1, -lr * steps);
+        return;
+    }
+    const double bias1 = 1 - std::pow(m_config.beta1, double(m_step));
+    const double bias2Sqrt = std::sqrt(1 - std::pow(m_config.beta2, double(m_step)));
+    for (size_t i = 0; i < m_slots.size(); ++i) {
+        torch::Tensor denom = (m_slots[i].buf2.sqrt() / bias2Sqrt).add_(m_config.epsilon);
+        at::addcdiv_out(into[i], m_slots[i].param, m_slots[i].buf1, denom, -lr / bias1 * steps);
+    }
+}
+
 std::vector<NamedTensor> Optimizer::state() const
 {
     std::vector<NamedTensor> out;

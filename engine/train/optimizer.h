@@ -26,6 +26,13 @@ public:
     /// Zeroes the gradients in place.
     void zeroGrad();
 
+    /// Writes into `into` (tensors shaped as the parameters, in this optimizer's order)
+    /// the parameters as `steps` more updates would leave them if the direction held:
+    /// the momentum (SGD) or the bias-corrected Adam step, without new gradients or
+    /// weight decay; a plain copy when there is no direction yet. Pipeline stages run a
+    /// microbatch on the weights its gradient will be applied to (weight prediction).
+    void predictInto(std::vector<torch::Tensor> &into, double steps) const;
+
     int64_t stepCount() const { return m_step; }
     const OptimizerConfig &config() const { return m_config; }
     void setLearningRate(double lr) { m_config.learningRate = lr; }

@@ -90,4 +90,28 @@ void copyInto(torch::Tensor &target, const NamedTensor &named)
     target.copy_(fromNamed(named));
 }
 
+TensorBuffer toBuffer(const torch::Tensor &tensor)
+{
+    auto owner = std::make_shared<torch::Tensor>(tensor.detach().to(torch::kCPU).contiguous());
+    TensorBuffer b;
+    b.dtype = fromScalarType(owner->scalar_type());
+    b.shape.assign(owner->sizes().begin(), owner->sizes().end());
+    b.data = static_cast<const uint8_t *>(owner->data_ptr());
+    b.bytes = size_t(owner->nbytes());
+    b.owner = std::move(owner);
+    return b;
+}
+
+torch::Tensor fromBuffer(const TensorBuffer &buffer)
+{
+    const size_t expected = size_t(buffer.elements()) * dtypeSize(buffer.dtype);
+    if (buffer.bytes != expected || (expected > 0 && buffer.data == nullptr))
+        throw Error("tensor buffer holds " + std::to_string(buffer.bytes) + " bytes, but its shape " +
+                    shapeText(buffer.shape) + " needs " + std::to_string(expected));
+    std::shared_ptr<const void> owner = buffer.owner;
+    return torch::from_blob(
+        const_cast<uint8_t *>(buffer.data), buffer.shape, [owner](void *) mutable { owner.reset(); },
+        torch::TensorOptions().dtype(toScalarType(buffer.dtype)));
+}
+
 } // namespace rookery::train

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "engine/common/named_tensor.h"
+#include "engine/common/tensor_buffer.h"
 
 namespace rookery::train {
 
@@ -20,5 +21,13 @@ torch::Tensor fromNamed(const NamedTensor &named);
 void checkCompatible(const torch::Tensor &target, const NamedTensor &named);
 /// Copies `named` into an existing tensor in place, after checkCompatible().
 void copyInto(torch::Tensor &target, const NamedTensor &named);
+
+/// A view of a tensor's bytes without copying: the buffer's owner keeps the tensor (made
+/// contiguous and detached first; that copies only a non-contiguous tensor).
+TensorBuffer toBuffer(const torch::Tensor &tensor);
+/// A tensor over a buffer's bytes without copying; the tensor's deleter holds the
+/// buffer's owner. The bytes are shared: the tensor must not be written. Throws
+/// rookery::Error when the byte count does not match the shape.
+torch::Tensor fromBuffer(const TensorBuffer &buffer);
 
 } // namespace rookery::train

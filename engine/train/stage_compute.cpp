@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/train/stage_compute.h"
+
+#include "engine/common/error.h"
+#include "engine/train/torch_convert.h"
+
+namespace rookery::train {
+namespace {
+
+using model::LayerKind;
+
+std::string shapeOf(const torch::Tensor &t)
+{
+    return shapeText(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()));
+}
+
+} // namespace
+
+StageCompute::StageCompute(const model::ModelSpec &spec, size_t first, size_t last, uint64_t seed,
+                           const OptimizerConfig &optimizer, int accumulation, bool predictWeights)
+    : m_net(model::sliceOf(spec, first, last), first, seed)
+    , m_optimizer(
+          [&] {
+              std::vector<std::pair<std::string, torch::Tensor>> named;
+              for (auto &item : m_net->named_parameters())
+                  named.emplace_back(item.key(), item.value());
+              return named;
+          }(),
+          optimizer)
+    , m_accumulation(std::max(1, accumulation))
+    , m_predict(predictWeights)
+{
+    const model::ModelSpec slice = model::sliceOf(spec, first, last);
+    m_inputDims = slice.input.dims;
+    m_classes = slice.classes;
+    auto named = m_net->named_parameters();
+    for (size_t i = 0; i < slice.layers.size(); ++i) {
+        LayerSlot slot{slice.layers[i], -1};
+        const std::string prefix = std::to_string(first + i) + ".";
+        if (const auto *weight = named.find(prefix + "weight")) {
+            slot.weight = int(m_live.size());
+            m_live.push_back(*weight);
+            m_live.push_back(named[prefix + "bias"]);
+            m_names.push_back(prefix + "weight");
+            m_names.push_back(prefix + "bias");
+        }
+        m_layers.push_back(slot);
+    }
+    // The input gradient is only worth computing (and sending) when a stage above has
+    // parameters to train with it.
+    const auto costs = model::layerCosts(spec, 1);
+    for (size_t i = 0; i < first; ++i)
+        m_needsInputGradient = m_needsInputGradient || costs[i].parameters > 0;
+}
+
+// The layers applied with explicit weights, so that a microbatch can run on a stashed
+// version. Each case calls what the module in LayerStack calls, with the same options,
+// so the arithmetic is the unsplit model's.
+torch::Tensor StageCompute::run(torch::Tensor x, const std::vector<torch::Tensor> &w) const
+{
+    for (const auto &layer : m_layers) {
+        const auto &l = layer.spec;
+        switch (l.kind) {
+        case LayerKind::Flatten:
+            x = x.flatten(1);
+            break;
+        case LayerKind::ReLU:
+            x = torch::relu(x);
+            break;
+        case LayerKind::Linear:
+            x = torch::nn::functional::linear(x, w[size_t(layer.weight)], w[size_t(layer.weight) + 1]);
+            break;
+        case LayerKind::Conv2d:
+            x = torch::conv2d(x, w[size_t(layer.weight)], w[size_t(layer.weight) + 1], {l.stride, l.stride},
+                              {l.padding, l.padding});
+            break;
+        case LayerKind::MaxPool2d:
+            x = torch::max_pool2d(x, {l.kernel, l.kernel}, {l.stride, l.stride});
+            break;
+        }
+    }
+    return x;
+}
+
+torch::Tensor StageCompute::prepareInput(const torch::Tensor &input) const
+{
+    const bool shapeOk = input.dim() == int64_t(m_inputDims.size()) + 1 && input.size(0) > 0 &&
+                         std::equal(m_inputDims.begin(), m_inputDims.end(), input.sizes().begin() + 1);
+    if (input.scalar_type() != torch::kFloat32 || !shapeOk)
+        throw Error("stage input is " + std::string(c10::toString(input.scalar_type())) + " " + shapeOf(input) +
+                    ", expected float32 Bx" + shapeText(m_inputDims));
+    if (!m_needsInputGradient)
+        return input;
+    return input.detach().requires_grad_(true);
+}
+
+std::shared_ptr<StageCompute::WeightSet> StageCompute::snapshotFor(int64_t horizon)
+{
+    if (m_snapshot && m_snapshot->version == version() && m_snapshot->horizon == horizon)
+        return m_snapshot;
+    torch::NoGradGuard noGrad;
+    std::shared_ptr<WeightSet> set;
+    for (auto &candidate : m_sets)
+        if (candidate.use_count() == 1) { // no microbatch uses it any more, nor m_snapshot
+            set = candidate;
+            break;
+        }
+    if (!set) {
+        set = std::make_shared<WeightSet>();
+        for (const auto &p : m_live)
+            set->tensors.push_back(torch::empty_like(p).requires_grad_(true));
+        m_sets.push_back(set);
+    }
+    m_optimizer.predictInto(set->tensors, double(horizon));
+    set->version = version();
+    set->horizon = horizon;
+    m_snapshot = set;
+    return set;
+}
+
+torch::Tensor StageCompute::forward(int64_t id, const torch::Tensor &input)
+{
+    if (m_records.count(id))
+        throw Error("microbatch " + std::to_string(id) + " arrived twice");
+    Record r;
+    r.version = version();
+    // Backwards come back in the order of their forwards, so the steps this stage takes
+    // before this microbatch's backward are known now: one per `accumulation` backwards
+    // of the microbatches already in flight.
+    const int64_t horizon = m_predict ? (m_accumulated + int64_t(m_records.size())) / m_accumulation : 0;
+    r.weights = snapshotFor(horizon);
+    r.input = prepareInput(input);
+    r.output = run(r.input, r.weights->tensors);
+    torch::Tensor out = r.output;
+    m_records.emplace(id, std::move(r));
+    return out;
+}
+
+StageCompute::BackwardResult StageCompute::backward(int64_t id, const torch::Tensor &outputGradient)
+{
+    auto it = m_records.find(id);
+    if (it == m_records.end())
+        throw Error("a gradient arrived for microbatch " + std::to_string(id) +
+                    ", which this stage holds no forward of");
+    Record r = std::move(it->second);
+    m_records.erase(it);
+    BackwardResult result;
+    result.staleness = version() - r.version;
+    if (r.output.requires_grad()) {
+        if (!outputGradient.defined() || !outputGradient.sizes().equals(r.output.sizes()) ||
+            outputGradient.scalar_type() != torch::kFloat32)
+            throw Error("the gradient for microbatch " + std::to_string(id) + " is " +
+                        (outputGradient.defined() ? shapeOf(outputGradient) : std::string("missing")) +
+                        ", expected float32 " + shapeOf(r.output));
+        std::vector<torch::Tensor> inputs = r.weights->tensors;
+        if (m_needsInputGradient)
+            inputs.push_back(r.input);
+        auto grads = torch::autograd::grad({r.output}, inputs, {outputGradient}, false, false, true);
+        if (m_needsInputGradient) {
+            result.inputGradient = grads.back();
+            grads.pop_back();
+        }
+        accumulate(grads);
+    }
+    countBackward();
+    return result;
+}
+
+StageCompute::LeafResult StageCompute::trainLeaf(const torch::Tensor &input, const torch::Tensor &labels)
+{
+    const torch::Tensor x = prepareInput(input);
+    if (labels.scalar_type() != torch::kInt64 || labels.dim() != 1 || labels.size(0) != x.size(0))
+        throw Error("labels are " + std::string(c10::toString(labels.scalar_type())) + " " + shapeOf(labels) +
+                    ", expected int64 of the batch's " + std::to_string(x.size(0)) + " samples");
+    if (labels.min().item<int64_t>() < 0 || labels.max().item<int64_t>() >= m_classes)
+        throw Error("a label lies outside the model's " + std::to_string(m_classes) + " classes");
+    torch::Tensor loss = torch::nn::functional::cross_entropy(run(x, m_live), labels);
+    LeafResult result;
+    result.loss = loss.item<double>();
+    // Averaging over the accumulated microbatches makes k microbatches of B the same
+    // update as one batch of kB.
+    if (m_accumulation > 1)
+        loss = loss / double(m_accumulation);
+    std::vector<torch::Tensor> inputs = m_live;
+    if (m_needsInputGradient)
+        inputs.push_back(x);
+    auto grads = torch::autograd::grad({loss}, inputs, {}, false, false, true);
+    if (m_needsInputGradient) {
+        result.inputGradient = grads.back();
+        grads.pop_back();
+    }
+    accumulate(grads);
+    countBackward();
+    return result;
+}
+
+void StageCompute::accumulate(const std::vector<torch::Tensor> &gradients)
+{
+    torch::NoGradGuard noGrad;
+    for (size_t i = 0; i < m_live.size(); ++i) {
+        torch::Tensor &grad = m_live[i].mutable_grad();
+        const torch::Tensor &g = gradients[i];
+        if (m_accumulated == 0) {
+            // The first gradient after a step replaces the old one: the same values as
+            // zeroing and adding, without two passes over the buffers.
+            if (g.defined())
+                grad = g;
+            else if (grad.defined())
+                grad.zero_();
+        } else if (g.defined()) {
+            if (grad.defined())
+                grad.add_(g);
+            else
+                grad = g;
+        }
+    }
+}
+
+void StageCompute::countBackward()
+{
+    if (++m_accumulated >= m_accumulation)
+        flush();
+}
+
+bool StageCompute::flush()
+{
+    if (m_accumulated == 0)
+        return false;
+    m_optimizer.step();
+    m_accumulated = 0;
+    return true;
+}
+
+torch::Tensor StageCompute::infer(const torch::Tensor &input)
+{
+    torch::NoGradGuard noGrad;
+    return run(prepareInput(input).detach(), m_live);
+}
+
+std::vector<NamedTensor> StageCompute::parameters() const
+{
+    std::vector<NamedTensor> out;
+    for (size_t i = 0; i < m_live.size(); ++i)
+        out.push_back(toNamed(m_names[i], m_live[i]));
+    return out;
+}
+
+} // namespace rookery::train

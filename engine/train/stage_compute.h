@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Internal to engine/: includes LibTorch. The arithmetic of one pipeline stage: its
+// layers, optimizer and stashed weight versions; the stage runtime does the scheduling.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "engine/common/named_tensor.h"
+#include "engine/model/model_spec.h"
+#include "engine/train/layer_stack.h"
+#include "engine/train/optimizer.h"
+
+namespace rookery::train {
+
+/// Layers [first, last) of a model with their own optimizer, trained one microbatch at
+/// a time with weight stashing: a microbatch's backward uses the very weights its
+/// forward used, even when the optimizer has stepped in between (PipeDream's rule; see
+/// docs/architecture.md, "Pipeline"). Gradients of `accumulation` microbatches are
+/// summed before each optimizer step.
+///
+/// Thread safety: not thread-safe; the stage's thread owns it.
+class StageCompute
+{
+public:
+    StageCompute(const model::ModelSpec &model, size_t first, size_t last, uint64_t seed,
+                 const OptimizerConfig &optimizer, int accumulation, bool predictWeights);
+
+    /// Forward of microbatch `id` with the current weights, keeping what its backward
+    /// needs. `input` is [batch, ...] as this stage's first layer takes it.
+    torch::Tensor forward(int64_t id, const torch::Tensor &input);
+
+    struct BackwardResult
+    {
+        torch::Tensor inputGradient; ///< undefined when no earlier layer has parameters
+        int64_t staleness = 0;       ///< optimizer steps between its forward and now
+    };
+    /// Backward of microbatch `id` given the gradient of its output (undefined when the
+    /// output needs none); steps the optimizer after every `accumulation` backwards.
+    BackwardResult backward(int64_t id, const torch::Tensor &outputGradient);
+
+    struct LeafResult
+    {
+        torch::Tensor inputGradient;
+        double loss = 0; ///< mean cross-entropy of the microbatch
+    };
+    /// The last stage: forward, cross-entropy against `labels`, backward, at once and
+    /// with the current weights, so nothing needs stashing.
+    LeafResult trainLeaf(const torch::Tensor &input, const torch::Tensor &labels);
+
+    /// Applies gradients accumulated since the last step, if any (end of a run).
+    bool flush();
+    /// Forward without gradients, current weights.
+    torch::Tensor infer(const torch::Tensor &input);
+
+    int64_t version() const { return m_optimizer.stepCount(); }
+    size_t inFlight() const { return m_records.size(); }
+    bool needsInputGradient() const { return m_needsInputGradient; }
+    std::vector<NamedTensor> parameters() const;
+
+private:
+    // One version of the weights, shared by every microbatch whose forward used it.
+    struct WeightSet
+    {
+        int64_t version = -1;
+        int64_t horizon = 0; ///< optimizer steps it was extrapolated by
+        std::vector<torch::Tensor> tensors;
+    };
+    struct Record
+    {
+        std::shared_ptr<WeightSet> weights;
+        int64_t version = 0;
+        torch::Tensor input;
+        torch::Tensor output;
+    };
+    struct LayerSlot
+    {
+        model::LayerSpec spec;
+        int weight = -1; ///< index into the weight list, -1 for layers without parameters
+    };
+
+    torch::Tensor run(torch::Tensor x, const std::vector<torch::Tensor> &weights) const;
+    std::shared_ptr<WeightSet> snapshotFor(int64_t horizon);
+    torch::Tensor prepareInput(const torch::Tensor &input) const;
+    void accumulate(const std::vector<torch::Tensor> &gradients);
+    void countBackward();
+
+    LayerStack m_net;
+    std::vector<std::string> m_names;
+    std::vector<torch::Tensor> m_live; ///< the optimizer's parameters, in layer order
+    Optimizer m_optimizer;
+    std::vector<LayerSlot> m_layers;
+    std::vector<int64_t> m_inputDims;
+    int64_t m_classes = 0;
+    bool m_needsInputGradient = false;
+    int m_accumulation = 1;
+    int m_accumulated = 0;
+    bool m_predict = false;
+    std::map<int64_t, Record> m_records;
+    std::shared_ptr<WeightSet> m_snapshot;
+    std::vector<std::shared_ptr<WeightSet>> m_sets; ///< recycled once no record holds them
+};
+
+} // namespace rookery::train

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "engine/common/tensor_buffer.h"
+
+namespace rookery::train {
+
+/// A microbatch on its way down the pipeline: the activations a stage produced, and
+/// the labels, which only the leaf reads but which travel with the activations so that
+/// no stage has to match two streams.
+struct ForwardMessage
+{
+    int64_t microbatch = 0;    ///< numbered by the root from 0 within a training run
+    int64_t weightVersion = 0; ///< the sender's optimizer steps when it computed this
+    TensorBuffer activations;  ///< float32 [batch, ...]
+    TensorBuffer labels;       ///< int64 [batch]
+};
+
+/// The gradient of a stage's input for one microbatch, on its way back up. Empty when
+/// no stage above has parameters (nobody needs it), but always sent: it also tells the
+/// root that the microbatch is done.
+struct BackwardMessage
+{
+    int64_t microbatch = 0;
+    TensorBuffer gradient; ///< float32, the shape of the receiver's output
+};
+
+enum class StopKind : uint8_t {
+    Finished,  ///< the root fed all microbatches of the run and all came back
+    Cancelled, ///< a stage's work gate closed, or someone stopped the pipeline
+    Failed,    ///< a stage threw
+};
+
+/// The end of a run. Finished travels in band after the last forward message;
+/// Cancelled and Failed are aborts that reach every stage at once.
+struct StopMessage
+{
+    StopKind kind = StopKind::Finished;
+    int stage = -1;     ///< the stage it started from; -1 when from outside the pipeline
+    std::string reason; ///< for Failed: the error, ready to show
+};
+
+using StageMessage = std::variant<ForwardMessage, BackwardMessage, StopMessage>;
+
+} // namespace rookery::train

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/train/stage_runtime.h"
+
+#include <chrono>
+
+#include "engine/common/error.h"
+#include "engine/data/epoch_sampler.h"
+#include "engine/train/batch_source.h"
+#include "engine/train/stage_compute.h"
+#include "engine/train/stage_transport.h"
+#include "engine/train/torch_convert.h"
+
+namespace rookery::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+void checkConfig(const StageConfig &c)
+{
+    model::validate(c.model);
+    validate(c.optimizer);
+    if (c.stages < 1 || c.stage < 0 || c.stage >= c.stages)
+        throw Error("pipeline stage " + std::to_string(c.stage) + " of " + std::to_string(c.stages) +
+                    " does not exist");
+    if (c.firstLayer >= c.lastLayer || c.lastLayer > c.model.layers.size())
+        throw Error("pipeline stage " + std::to_string(c.stage) + " has the empty or invalid layer range [" +
+                    std::to_string(c.firstLayer) + ", " + std::to_string(c.lastLayer) + ")");
+    if ((c.stage == 0) != (c.firstLayer == 0) || (c.stage == c.stages - 1) != (c.lastLayer == c.model.layers.size()))
+        throw Error("pipeline stage " + std::to_string(c.stage) + " must " +
+                    (c.stage == 0 ? "start at the first layer" : "end at the last layer"));
+    if (c.microbatchSize < 1 || c.accumulation < 1 || c.maxInFlight < 0)
+        throw Error("microbatch size and accumulation must be at least 1");
+}
+
+} // namespace
+
+int StageConfig::window() const
+{
+    if (mode == PipelineMode::Synchronous)
+        return 1;
+    return maxInFlight > 0 ? maxInFlight : stages + 1;
+}
+
+std::vector<std::pair<std::string, double>> StageMetrics::namedValues() const
+{
+    return {{"forwards", double(forwards)},
+            {"backwards", double(backwards)},
+            {"updates", double(updates)},
+            {"busy_s", busySeconds},
+            {"wait_s", waitSeconds},
+            {"staleness_mean", meanStaleness()},
+            {"staleness_max", double(stalenessMax)},
+            {"loss_mean", meanLoss()},
+            {"seconds_per_microbatch", secondsPerMicrobatch()}};
+}
+
+device::WorkGate &openGate()
+{
+    static device::OpenGate gate;
+    return gate;
+}
+
+struct StageRuntime::Impl
+{
+    Impl(StageConfig c, StageTransport &t, device::WorkGate &g, std::shared_ptr<const data::ImageDataset> train)
+        : config(std::move(c))
+        , transport(t)
+        , gate(g)
+        , compute(config.model, config.firstLayer, config.lastLayer, config.seed, config.optimizer, config.accumulation,
+                  config.predictWeights && config.mode == PipelineMode::Asynchronous)
+        , dataset(std::move(train))
+    {
+        if (config.stage == 0) {
+            if (!dataset || dataset->count < config.microbatchSize)
+                throw Error("the root stage needs training data of at least one microbatch");
+            source = std::make_unique<BatchSource>(*dataset);
+            sampler = std::make_unique<data::EpochSampler>(dataset->count, config.seed);
+        }
+    }
+
+    bool root() const { return config.stage == 0; }
+    bool leaf() const { return config.stage == config.stages - 1; }
+    std::string name() const
+    {
+        return "pipeline stage " + std::to_string(config.stage) + " (layers " + std::to_string(config.firstLayer) +
+               "-" + std::to_string(config.lastLayer - 1) + ")";
+    }
+
+    StopMessage abort(StopKind kind, std::string reason)
+    {
+        StopMessage stop{kind, config.stage, name() + ": " + std::move(reason)};
+        transport.abort(stop);
+        return stop;
+    }
+
+    // Passes the gate, runs `work` and accounts for it. False when the gate closed.
+    template <typename Work> bool step(int64_t microbatch, bool backward, Work &&work)
+    {
+        const auto waitStart = Clock::now();
+        if (!gate.enter())
+            return false;
+        metrics.waitSeconds += secondsSince(waitStart);
+        const auto start = Clock::now();
+        struct Leave
+        {
+            device::WorkGate &gate;
+            Clock::time_point start;
+            double &busy;
+            ~Leave()
+            {
+                const auto spent = Clock::now() - start;
+                busy += std::chrono::duration<double>(spent).count();
+                gate.leave(std::chrono::duration_cast<std::chrono::nanoseconds>(spent));
+            }
+        } leave{gate, start, metrics.busySeconds};
+        if (config.hook)
+            config.hook(config.stage, microbatch, backward);
+        work();
+        return true;
+    }
+
+    StageMessage receive()
+    {
+        const auto start = Clock::now();
+        StageMessage m = transport.receive();
+        metrics.waitSeconds += secondsSince(start);
+        return m;
+    }
+
+    // The stop every stage sees once a send failed because the pipeline was aborted.
+    StopMessage stopAfterFailedSend() { return std::get<StopMessage>(transport.receive()); }
+
+    void noteBackward(int64_t staleness, bool stepped)
+    {
+        ++metrics.backwards;
+        metrics.stalenessSum += staleness;
+        metrics.stalenessMax = std::max(metrics.stalenessMax, staleness);
+        if (stepped)
+            ++metrics.updates;
+    }
+
+    StopMessage runRoot(int64_t microbatches);
+    StopMessage runSingle(int64_t microbatches);
+    StopMessage runFollower();
+    bool forwardFromData(int64_t id, ForwardMessage &out);
+    void handleForward(const ForwardMessage &in, StageMessage &out);
+    void handleBackward(const BackwardMessage &in, std::optional<BackwardMessage> &out);
+
+    StageConfig config;
+    StageTransport &transport;
+    device::WorkGate &gate;
+    StageCompute compute;
+    std::shared_ptr<const data::ImageDataset> dataset;
+    std::unique_ptr<BatchSource> source;
+    std::unique_ptr<data::EpochSampler> sampler;
+    StageMetrics metrics;
+};
+
+bool StageRuntime::Impl::forwardFromData(int64_t id, ForwardMessage &out)
+{
+    return step(id, false, [&] {
+        Batch batch = source->gather(sampler->next(config.microbatchSize));
+        out.microbatch = id;
+        out.weightVersion = compute.version();
+        out.activations = toBuffer(compute.forward(id, batch.images));
+        out.labels = toBuffer(batch.labels);
+        ++metrics.forwards;
+    });
+}
+
+void StageRuntime::Impl::handleForward(const ForwardMessage &in, StageMessage &out)
+{
+    const torch::Tensor input = fromBuffer(in.activations);
+    if (leaf()) {
+        auto r = compute.trainLeaf(input, fromBuffer(in.labels));
+        ++metrics.forwards;
+        metrics.lossSum += r.loss;
+        metrics.lastLoss = r.loss;
+        BackwardMessage b{in.microbatch, {}};
+        if (r.inputGradient.defined())
+            b.gradient = toBuffer(r.inputGradient);
+        out = std::move(b);
+        return;
+    }
+    ForwardMessage f{in.microbatch, compute.version(), toBuffer(compute.forward(in.microbatch, input)), in.labels};
+    ++metrics.forwards;
+    out = std::move(f);
+}
+
+void StageRuntime::Impl::handleBackward(const BackwardMessage &in, std::optional<BackwardMessage> &out)
+{
+    const int64_t before = compute.version();
+    auto r = compute.backward(in.microbatch, in.gradient.empty() ? torch::Tensor() : fromBuffer(in.gradient));
+    noteBackward(r.staleness, compute.version() != before);
+    if (!root()) {
+        out = BackwardMessage{in.microbatch, {}};
+        if (r.inputGradient.defined())
+            out->gradient = toBuffer(r.inputGradient);
+    }
+}
+
+StopMessage StageRuntime::Impl::runSingle(int64_t microbatches)
+{
+    for (int64_t id = 0; id < microbatches; ++id) {
+        const bool ok = step(id, false, [&] {
+            Batch batch = source->gather(sampler->next(config.microbatchSize));
+            const int64_t before = compute.version();
+            auto r = compute.trainLeaf(batch.images, batch.labels);
+            ++metrics.forwards;
+            metrics.lossSum += r.loss;
+            metrics.lastLoss = r.loss;
+            noteBackward(0, compute.version() != before);
+        });
+        if (!ok)
+            return abort(StopKind::Cancelled, "the work gate closed");
+    }
+    if (compute.flush())
+        ++metrics.updates;
+    return {StopKind::Finished, config.stage, {}};
+}
+
+StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
+{
+    const int window = config.window();
+    int64_t next = 0, done = 0;
+    while (done < microbatches) {
+        std::optional<StageMessage> m;
+        if (int64_t(compute.inFlight()) < window && next < microbatches) {
+            m = transport.poll(); // backward work first, if any is waiting
+            if (!m) {
+                ForwardMessage f;
+                if (!forwardFromData(next, f))
+                    return abort(StopKind::Cancelled, "the work gate closed");
+                ++next;
+                if (!transport.sendForward(std::move(f)))
+                    return stopAfterFailedSend();
+                continue;
+            }
+        } else {
+            m = receive();
+        }
+        if (auto *stop = std::get_if<StopMessage>(&*m))
+            return *stop;
+        const auto *b = std::get_if<BackwardMessage>(&*m);
+        if (!b)
+            throw Error("the root received a forward message");
+        std::optional<BackwardMessage> none;
+        if (!step(b->microbatch, true, [&] { handleBackward(*b, none); }))
+            return abort(StopKind::Cancelled, "the work gate closed");
+        ++done;
+    }
+    if (compute.flush())
+        ++metrics.updates;
+    if (!transport.sendFinished())
+        return stopAfterFailedSend();
+    return {StopKind::Finished, config.stage, {}};
+}
+
+StopMessage StageRuntime::Impl::runFollower()
+{
+    for (;;) {
+        StageMessage m = receive();
+        if (auto *stop = std::get_if<StopMessage>(&m)) {
+            if (stop->kind == StopKind::Finished) {
+                if (compute.flush())
+                    ++metrics.updates;
+                if (!leaf() && !transport.sendFinished())
+                    return stopAfterFailedSend();
+            }
+            return *stop;
+        }
+        if (auto *f = std::get_if<ForwardMessage>(&m)) {
+            StageMessage out;
+            const int64_t before = compute.version();
+            if (!step(f->microbatch, false, [&] { handleForward(*f, out); }))
+                return abort(StopKind::Cancelled, "the work gate closed");
+            if (auto *b = std::get_if<BackwardMessage>(&out)) {
+                noteBackward(0, compute.version() != before);
+                if (!transport.sendBackward(std::move(*b)))
+                    return stopAfterFailedSend();
+            } else if (!transport.sendForward(std::move(std::get<ForwardMessage>(out)))) {
+                return stopAfterFailedSend();
+            }
+            continue;
+        }
+        const auto &b = std::get<BackwardMessage>(m);
+        std::optional<BackwardMessage> out;
+        if (!step(b.microbatch, true, [&] { handleBackward(b, out); }))
+            return abort(StopKind::Cancelled, "the work gate closed");
+        if (out && !transport.sendBackward(std::move(*out)))
+            return stopAfterFailedSend();
+    }
+}
+
+StageRuntime::StageRuntime(StageConfig config, StageTransport &transport, device::WorkGate &gate,
+                           std::shared_ptr<const data::ImageDataset> train)
+{
+    checkConfig(config);
+    d = std::make_unique<Impl>(std::move(config), transport, gate, std::move(train));
+}
+
+StageRuntime::~StageRuntime() = default;
+
+StageRunResult StageRuntime::run(int64_t microbatches)
+{
+    d->metrics = StageMetrics{};
+    d->metrics.stage = d->config.stage;
+    StopMessage stop;
+    try {
+        device::applyThreadConfig(d->config.threads);
+        if (d->root() && d->leaf())
+            stop = d->runSingle(microbatches);
+        else
+            stop = d->root() ? d->runRoot(microbatches) : d->runFollower();
+    } catch (const c10::Error &e) {
+        stop = d->abort(StopKind::Failed, e.what_without_backtrace());
+    } catch (const std::exception &e) {
+        stop = d->abort(StopKind::Failed, e.what());
+    }
+    return {d->metrics, stop};
+}
+
+TensorBuffer StageRuntime::infer(const TensorBuffer &input) { return toBuffer(d->compute.infer(fromBuffer(input))); }
+
+std::vector<NamedTensor> StageRuntime::parameters() const { return d->compute.parameters(); }
+
+int64_t StageRuntime::version() const { return d->compute.version(); }
+
+const StageConfig &StageRuntime::config() const { return d->config; }
+
+} // namespace rookery::train

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/common/named_tensor.h"
+#include "engine/common/tensor_buffer.h"
+#include "engine/data/image_dataset.h"
+#include "engine/device/compute_threads.h"
+#include "engine/device/work_gate.h"
+#include "engine/model/model_spec.h"
+#include "engine/train/optimizer_config.h"
+#include "engine/train/stage_message.h"
+
+namespace rookery::train {
+
+class StageTransport;
+
+enum class PipelineMode {
+    Asynchronous, ///< the root keeps up to stages + 1 microbatches in flight
+    Synchronous,  ///< one microbatch in flight: the unsplit model's arithmetic, for checking
+};
+
+/// Called on a stage's thread before each microbatch's forward or backward, after the
+/// work gate let it through: tests inject delays and failures with it.
+using StageHook = std::function<void(int stage, int64_t microbatch, bool backward)>;
+
+/// One stage of a pipeline. Every stage of a pipeline gets the same settings except
+/// `stage`, `firstLayer` and `lastLayer`.
+struct StageConfig
+{
+    model::ModelSpec model; ///< the whole model
+    size_t firstLayer = 0;  ///< this stage's layers: [firstLayer, lastLayer)
+    size_t lastLayer = 0;
+    int stage = 0; ///< 0 is the root (reads the data), stages - 1 the leaf (computes the loss)
+    int stages = 1;
+    OptimizerConfig optimizer;
+    int64_t microbatchSize = 64;
+    int accumulation = 1; ///< the optimizer steps after this many backwards
+    PipelineMode mode = PipelineMode::Asynchronous;
+    int maxInFlight = 0;        ///< the root's window; 0 = stages + 1 (asynchronous) or 1
+    bool predictWeights = true; ///< asynchronous: forward on the weights the gradient will meet
+    uint64_t seed = 1;          ///< weights and data order, as the unsplit Trainer's
+    device::ThreadConfig threads{1, 1};
+    StageHook hook;
+
+    /// The root's window as it will be used.
+    int window() const;
+};
+
+/// What one stage did in one run, as plain values.
+struct StageMetrics
+{
+    int stage = 0;
+    int64_t forwards = 0;
+    int64_t backwards = 0;
+    int64_t updates = 0;      ///< optimizer steps
+    double busySeconds = 0;   ///< computing, per the work gate's accounting
+    double waitSeconds = 0;   ///< blocked on the transport or the work gate
+    int64_t stalenessSum = 0; ///< over backwards: optimizer steps since their forward
+    int64_t stalenessMax = 0;
+    double lossSum = 0; ///< leaf: sum of microbatch losses
+    double lastLoss = 0;
+
+    double meanStaleness() const { return backwards > 0 ? double(stalenessSum) / double(backwards) : 0; }
+    double meanLoss() const { return backwards > 0 ? lossSum / double(backwards) : 0; }
+    /// Busy seconds per microbatch (forward and backward together).
+    double secondsPerMicrobatch() const { return backwards > 0 ? busySeconds / double(backwards) : 0; }
+    std::vector<std::pair<std::string, double>> namedValues() const;
+};
+
+struct StageRunResult
+{
+    StageMetrics metrics;
+    StopMessage stop; ///< how the run ended, as this stage saw it
+};
+
+/// A process-wide OpenGate: the default for runs nobody governs.
+device::WorkGate &openGate();
+
+/// One stage of an asynchronous pipeline: what a networked node runs for its stage, and
+/// what the in-process Pipeline runs on each of its threads. Roles follow the position:
+/// the root reads the data and keeps the window of microbatches in flight, a middle
+/// stage passes activations down and gradients up, the leaf computes the loss. Every
+/// stage prefers backward work to forward work, and passes the work gate before each
+/// forward or backward; when the gate refuses, the stage aborts the pipeline as
+/// Cancelled. A stage that throws aborts it as Failed with its error.
+///
+/// Thread safety: run() on one thread at a time; parameters(), infer() and version()
+/// only while it does not run.
+class StageRuntime
+{
+public:
+    /// `train` is read by the root only. Throws rookery::Error for bad settings.
+    StageRuntime(StageConfig config, StageTransport &transport, device::WorkGate &gate = openGate(),
+                 std::shared_ptr<const data::ImageDataset> train = {});
+    ~StageRuntime();
+    StageRuntime(const StageRuntime &) = delete;
+    StageRuntime &operator=(const StageRuntime &) = delete;
+
+    /// Trains until the run ends: the root feeds `microbatches`, waits for all to come
+    /// back and sends Finished down; other stages ignore the count and stop at Finished
+    /// or an abort. Applies the thread configuration first. Never throws: failures abort
+    /// the pipeline and come back in the result.
+    StageRunResult run(int64_t microbatches);
+
+    /// This stage's layers without gradients, current weights: [batch, ...] in and out.
+    TensorBuffer infer(const TensorBuffer &input);
+    /// Copies of the parameters, named by global layer index ("3.weight").
+    std::vector<NamedTensor> parameters() const;
+    int64_t version() const; ///< optimizer steps so far
+    const StageConfig &config() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+} // namespace rookery::train
