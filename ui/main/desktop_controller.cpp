@@ -4,7 +4,6 @@
 #include <QAction>
 #include <QCoreApplication>
 #include <QMessageBox>
-#include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
 
@@ -15,6 +14,7 @@
 #include "ui/consent/consent_dialog.h"
 #include "ui/join/join_dialog.h"
 #include "ui/main/main_window.h"
+#include "ui/main/quit_sequence.h"
 #include "ui/main/status_banner.h"
 #include "ui/main/status_text.h"
 #include "ui/settings/settings_dialog.h"
@@ -35,12 +35,11 @@ DesktopController::DesktopController(std::shared_ptr<node::EngineApi> engine, QS
     , m_window(std::make_unique<MainWindow>())
     , m_tray(new TrayIcon(this))
     , m_trayAvailable(m_options.trayAvailable.value_or(TrayIcon::available()))
+    , m_quit(new QuitSequence(m_bridge, m_options.quitTimeoutMs, this))
 {
     m_window->setSimulation(m_options.simulation);
     m_window->actions().darkTheme->setChecked(currentTheme() == Theme::Dark);
-    m_quitTimer.setSingleShot(true);
-    connect(&m_quitTimer, &QTimer::timeout, this,
-            [this] { finishQuit(tr("the engine did not confirm the checkpoint in time")); });
+    connect(m_quit, &QuitSequence::done, this, &DesktopController::quitDone);
     connect(m_bridge, &EngineBridge::snapshotChanged, this, [this](const node::EngineSnapshot &s) {
         m_window->showSnapshot(s);
         m_tray->showSnapshot(s);
@@ -55,7 +54,8 @@ DesktopController::~DesktopController() = default;
 ConsentDialog *DesktopController::consentDialog() const { return m_consentDialog; }
 SettingsDialog *DesktopController::settingsDialog() const { return m_settingsDialog; }
 JoinDialog *DesktopController::joinDialog() const { return m_joinDialog; }
-QProgressDialog *DesktopController::quitProgress() const { return m_quitProgress; }
+QProgressDialog *DesktopController::quitProgress() const { return m_quit->progress(); }
+bool DesktopController::quitting() const { return m_quit->started(); }
 
 void DesktopController::connectWindow()
 {
@@ -360,7 +360,7 @@ void DesktopController::setTheme(Theme theme)
 
 void DesktopController::onCloseRequested()
 {
-    if (!m_trayAvailable || m_quitting) {
+    if (!m_trayAvailable || quitting()) {
         requestQuit();
         return;
     }
@@ -373,38 +373,18 @@ void DesktopController::onCloseRequested()
 
 void DesktopController::requestQuit()
 {
-    if (m_quitting)
+    if (quitting())
         return;
-    m_quitting = true;
-    if (!m_bridge->snapshot().running) {
-        finishQuit({});
-        return;
-    }
-    log(false, tr("Quitting: saving a checkpoint first…"));
-    auto *progress = new QProgressDialog(tr("Saving a checkpoint before quitting…"), QString(), 0, 0,
-                                         m_window->isVisible() ? m_window.get() : nullptr);
-    progress->setWindowTitle(tr("Rookery"));
-    progress->setCancelButton(nullptr);
-    progress->setMinimumDuration(0);
-    progress->setAttribute(Qt::WA_DeleteOnClose);
-    progress->show();
-    m_quitProgress = progress;
-    m_quitTimer.start(m_options.quitTimeoutMs);
-    m_bridge->stopTraining([this](const QString &error) { finishQuit(error); });
+    const bool training = m_bridge->snapshot().running;
+    if (training)
+        log(false, tr("Quitting: saving a checkpoint first…"));
+    m_quit->start(training, m_window->isVisible() ? m_window.get() : nullptr);
 }
 
-void DesktopController::finishQuit(const QString &error)
+void DesktopController::quitDone(const QString &error)
 {
-    if (m_quitDone)
-        return;
-    m_quitDone = true;
-    m_quitTimer.stop();
     if (!error.isEmpty())
         log(true, tr("Quitting without a final checkpoint: %1").arg(error));
-    if (m_quitProgress) {
-        m_quitProgress->close(); // deletes itself later (WA_DeleteOnClose)
-        m_quitProgress.clear();
-    }
     m_window->setAllowClose(true);
     Q_EMIT quitFinished();
 }

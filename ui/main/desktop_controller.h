@@ -6,7 +6,6 @@
 
 #include <QObject>
 #include <QPointer>
-#include <QTimer>
 
 #include "engine/node/engine_api.h"
 #include "ui/consent/consent_store.h"
@@ -23,6 +22,7 @@ class ConsentDialog;
 class EngineBridge;
 class JoinDialog;
 class MainWindow;
+class QuitSequence;
 class SettingsDialog;
 class TrayIcon;
 
@@ -63,7 +63,7 @@ public:
     SettingsDialog *settingsDialog() const;
     JoinDialog *joinDialog() const;
     QProgressDialog *quitProgress() const;
-    bool quitting() const { return m_quitting; }
+    bool quitting() const;
 
 public Q_SLOTS:
     void showConsent();
@@ -94,7 +94,7 @@ private:
     void beginWork();
     void startNow(const JoinChoice &choice);
     void onCloseRequested();
-    void finishQuit(const QString &error);
+    void quitDone(const QString &error);
     void log(bool error, const QString &message);
     void showAbout();
 
@@ -109,10 +109,7 @@ private:
     QPointer<ConsentDialog> m_consentDialog;
     QPointer<SettingsDialog> m_settingsDialog;
     QPointer<JoinDialog> m_joinDialog;
-    QPointer<QProgressDialog> m_quitProgress;
-    QTimer m_quitTimer;
-    bool m_quitting = false;
-    bool m_quitDone = false;
+    QuitSequence *m_quit;
     bool m_toldAboutTray = false;
 };
 
