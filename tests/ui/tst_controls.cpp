@@ -153,6 +153,23 @@ private Q_SLOTS:
         QCOMPARE(quit.count(), 1);
     }
 
+    void theSimulationSaysSo()
+    {
+        test::UiFixture f;
+        ui::DesktopOptions o;
+        o.simulation = true;
+        f.start(o);
+        QVERIFY(f.window()->windowTitle().startsWith(QStringLiteral("Rookery (simulation)")));
+        auto *m = f.window()->eventLog()->model();
+        bool said = false;
+        for (int r = 0; r < m->rowCount(); ++r)
+            said = said || m->index(r, ui::EventLogModel::MessageColumn)
+                               .data()
+                               .toString()
+                               .contains(QStringLiteral("Running the simulation"));
+        QVERIFY(said);
+    }
+
     void quitWhenIdleIsImmediate()
     {
         test::UiFixture f;

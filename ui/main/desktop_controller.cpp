@@ -105,6 +105,8 @@ void DesktopController::start()
                          "correct them.")
                           .arg(error));
     });
+    if (m_options.simulation)
+        log(false, tr("Running the simulation: no training engine is built in yet, so the figures are invented."));
     const bool consent = m_consent.given();
     m_bridge->setConsent(consent);
     m_bridge->pollNow();
