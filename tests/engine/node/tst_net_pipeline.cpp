@@ -14,6 +14,7 @@
 #include "engine/node/net_ring_links.h"
 #include "engine/node/net_stage_transport.h"
 #include "engine/node/peer_mesh.h"
+#include "engine/node/weights_relay.h"
 #include "engine/train/pipeline.h"
 #include "engine/train/stage_runtime.h"
 #include "tests/support/test_support.h"
@@ -31,6 +32,7 @@ struct TestNode
     std::unique_ptr<node::PeerMesh> mesh;
     std::unique_ptr<node::NetStageTransport> transport;
     std::vector<std::unique_ptr<node::NetRingLinks>> rings;
+    std::unique_ptr<node::WeightsRelay> relay;
     std::mutex mutex;
 
     TestNode(net::NetContext &net, const net::CertificateAuthority &ca)
@@ -41,7 +43,10 @@ struct TestNode
         node::PeerMesh::Events e;
         e.message = [this](const std::string &peer, net::Message &&m) {
             std::lock_guard lock(mutex);
-            if (auto *chunk = std::get_if<net::RingChunk>(&m)) {
+            if (relay &&
+                (std::holds_alternative<net::WeightsRequest>(m) || std::holds_alternative<net::WeightsReply>(m))) {
+                relay->deliver(peer, std::move(m));
+            } else if (auto *chunk = std::get_if<net::RingChunk>(&m)) {
                 for (auto &r : rings)
                     r->deliver(peer, net::RingChunk(*chunk));
             } else if (transport) {
@@ -211,6 +216,55 @@ private Q_SLOTS:
             for (size_t i = 0; i < 1000; i += 97)
                 QCOMPARE(values[size_t(r)][i], float(1000 + int(i)));
         }
+    }
+
+    void rootGathersThePipelinesWeights()
+    {
+        net::NetContext net;
+        std::vector<std::unique_ptr<TestNode>> nodes;
+        for (int i = 0; i < 4; ++i)
+            nodes.push_back(std::make_unique<TestNode>(net, m_ca));
+        auto id = [&](int i) { return i >= 0 && i < 3 ? nodes[size_t(i)]->identity.nodeId() : std::string(); };
+        for (int i = 0; i < 3; ++i) {
+            std::vector<node::PeerAddress> peers;
+            if (i > 0)
+                peers.push_back(nodes[size_t(i - 1)]->address());
+            if (i < 2)
+                peers.push_back(nodes[size_t(i + 1)]->address());
+            if (i == 2)
+                peers.push_back(nodes[3]->address()); // node 3 takes over from stage 2
+            nodes[size_t(i)]->mesh->setPeers(peers);
+            std::lock_guard lock(nodes[size_t(i)]->mutex);
+            nodes[size_t(i)]->relay =
+                std::make_unique<node::WeightsRelay>(*nodes[size_t(i)]->mesh, i, id(i - 1), id(i + 1));
+            nodes[size_t(i)]->relay->publish(
+                {NamedTensor{
+                    std::to_string(i) + ".weight", DType::Float32, {1}, std::vector<uint8_t>(4, uint8_t(i + 1))}},
+                7);
+        }
+        nodes[3]->mesh->setPeers({nodes[2]->address()});
+        {
+            std::lock_guard lock(nodes[3]->mutex);
+            nodes[3]->relay = std::make_unique<node::WeightsRelay>(*nodes[3]->mesh, 2, "", "");
+        }
+        QVERIFY(test::waitFor(
+            [&] {
+                return nodes[0]->mesh->isUp(id(1)) && nodes[1]->mesh->isUp(id(0)) && nodes[1]->mesh->isUp(id(2)) &&
+                       nodes[2]->mesh->isUp(id(1)) && nodes[2]->mesh->isUp(nodes[3]->identity.nodeId()) &&
+                       nodes[3]->mesh->isUp(id(2));
+            },
+            10s));
+        const auto all = nodes[0]->relay->gatherPipeline(3, 10s);
+        QVERIFY(all.has_value());
+        QCOMPARE(all->size(), size_t(3));
+        for (int i = 0; i < 3; ++i) {
+            QCOMPARE((*all)[size_t(i)].name, std::to_string(i) + ".weight");
+            QCOMPARE(int((*all)[size_t(i)].data[0]), i + 1);
+        }
+        const auto fetched = nodes[3]->relay->fetch(id(2), {"2.weight"}, 10s);
+        QVERIFY(fetched.has_value());
+        QCOMPARE(int(fetched->front().data[0]), 3);
+        QVERIFY(!nodes[3]->relay->fetch(id(2), {"9.weight"}, 2s)); // not held there
     }
 };
 
