@@ -158,6 +158,7 @@ uint64_t FrameDecoder::parseHeader(std::span<const uint8_t> bytes)
     for (size_t i = 0; i < descriptors.size(); ++i)
         if (!m->checkTensor(i, descriptors[i], end))
             return 0;
+    end += 4 * descriptors.size(); // the checksum trailer
     if (end > m->limits.maxMessageBytes)
         return m->fail(WireError::LimitExceeded, "the frame is " + bytesText(end) + ", over the limit of " +
                                                      bytesText(m->limits.maxMessageBytes));
@@ -165,7 +166,16 @@ uint64_t FrameDecoder::parseHeader(std::span<const uint8_t> bytes)
     return end;
 }
 
-DecodeResult FrameDecoder::finish(std::shared_ptr<const void> owner, std::span<const uint8_t> frame)
+std::vector<FrameDecoder::TensorSpan> FrameDecoder::tensorSpans() const
+{
+    std::vector<TensorSpan> spans;
+    for (const auto &t : m->tensors)
+        spans.push_back({t.offset, t.descriptor->byte_length()});
+    return spans;
+}
+
+DecodeResult FrameDecoder::finish(std::shared_ptr<const void> owner, std::span<const uint8_t> frame,
+                                  std::span<const uint32_t> checksums)
 {
     DecodeResult r;
     auto failed = [&](WireError e, std::string why) {
@@ -188,8 +198,10 @@ DecodeResult FrameDecoder::finish(std::shared_ptr<const void> owner, std::span<c
         const auto &slot = m->tensors[i];
         const auto &d = *slot.descriptor;
         const uint8_t *data = frame.data() + slot.offset;
-        const uint32_t crc = crc32c({data, size_t(d.byte_length())});
-        if (crc != d.crc32c())
+        const uint32_t crc = i < checksums.size() ? checksums[i] : crc32c({data, size_t(d.byte_length())});
+        uint32_t expected;
+        std::memcpy(&expected, frame.data() + m->frameBytes - 4 * (m->tensors.size() - i), 4);
+        if (crc != expected)
             return failed(WireError::BadChecksum, std::string(m->name) + ": tensor " + std::to_string(i) + " (" +
                                                       slot.role + ") fails its CRC-32C check");
         TensorBuffer t;

@@ -43,6 +43,7 @@ struct PeerInfo
     Compression compression = Compression::None;
     std::vector<std::string> features;
     std::string software;
+    std::string cipher; ///< the TLS cipher suite ("TLS_AES_128_GCM_SHA256"); empty without TLS
 };
 
 /// Why a link closed.

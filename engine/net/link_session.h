@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -31,7 +32,9 @@ namespace beast = boost::beast;
 namespace asio = boost::asio;
 namespace websocket = boost::beast::websocket;
 
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+/// TLS over a plain socket: beast::tcp_stream's timeouts cost bookkeeping on every
+/// operation (one per TLS record), and the session has its own deadline.
+using TlsStream = beast::ssl_stream<asio::ip::tcp::socket>;
 
 enum class Side { Client, Server };
 
@@ -73,7 +76,7 @@ public:
 private:
     enum class State { Connecting, Handshaking, Open, Closing, Closed };
     using Self = Session<NextLayer>;
-    using Frame = std::shared_ptr<const EncodedFrame>;
+    using Frame = std::shared_ptr<EncodedFrame>;
 
     std::shared_ptr<Self> self() { return this->shared_from_this(); }
 
@@ -85,6 +88,8 @@ private:
     void onTlsHandshake(beast::error_code ec);
     void startWebSocket();
     void onWebSocketHandshake(beast::error_code ec);
+    void armKeepalive();
+    void onKeepalive(beast::error_code ec);
     void onHello(const Hello &hello);
     void onHelloAck(const HelloAck &ack);
     void open(PeerInfo peer);
@@ -121,7 +126,7 @@ private:
 
     SessionSetup m_setup;
     websocket::stream<NextLayer> m_ws;
-    asio::steady_timer m_deadline, m_writeWait, m_readWait;
+    asio::steady_timer m_deadline, m_writeWait, m_readWait, m_keepalive;
     std::optional<asio::ip::tcp::resolver> m_resolver;
 
     std::atomic<State> m_state{State::Connecting};
@@ -134,6 +139,10 @@ private:
     std::string m_certNodeId;    ///< the peer certificate's key fingerprint (TLS)
     std::string m_cipher;
     std::optional<Goodbye> m_peerGoodbye;
+    uint64_t m_activity = 0;     ///< bumped by every frame, data or control
+    uint64_t m_activitySeen = 0; ///< m_activity at the last keepalive tick
+    int m_quietTicks = 0;
+    bool m_pinging = false;
     CloseInfo m_closeInfo; ///< reported when a close we started completes
 
     // Read state: the first bytes of a frame gather in m_staging until its header says
@@ -146,6 +155,13 @@ private:
     uint64_t m_frameBytes = 0;
     uint64_t m_have = 0;
     uint8_t m_trailer = 0;
+    // Tensor checksums computed as the bytes arrive, while they are in cache: a second
+    // pass over a frame bigger than the cache would cost a third of the decryption.
+    std::vector<FrameDecoder::TensorSpan> m_spans;
+    std::vector<uint32_t> m_checksums;
+    uint64_t m_checked = 0; ///< frame bytes up to which checksums are done
+    size_t m_nextSpan = 0;
+    void checksumArrived();
 
     // Write state.
     struct Queued

@@ -13,6 +13,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/version.h"
+#include "engine/net/crc32c.h"
 #include "engine/net/link_session.h"
 #include "engine/net/tls_context.h"
 
@@ -21,7 +22,8 @@ namespace rookery::net {
 namespace detail {
 
 inline constexpr size_t kStagingBytes = 64 * 1024;
-/// Masking chunk for client writes: big enough for full 16 KiB TLS records.
+/// A message goes out in WebSocket frames of this size: each is checksummed just before
+/// it is written, and a client masks it into Beast's write buffer of the same size.
 inline constexpr size_t kWriteBufferBytes = 256 * 1024;
 
 inline std::shared_ptr<uint8_t> allocateFrame(size_t bytes)
@@ -55,6 +57,7 @@ Session<NextLayer>::Session(SessionSetup setup, Args &&...streamArgs)
     , m_deadline(m_ws.get_executor())
     , m_writeWait(m_ws.get_executor())
     , m_readWait(m_ws.get_executor())
+    , m_keepalive(m_ws.get_executor())
     , m_decoder(m_setup.config.limits)
 {
     m_peer.address = m_setup.remote;
@@ -96,7 +99,8 @@ void Session<NextLayer>::onResolve(beast::error_code ec, asio::ip::tcp::resolver
     if (ec)
         return onError(ec, "resolving the address");
     if constexpr (kTls)
-        beast::get_lowest_layer(m_ws).async_connect(results, beast::bind_front_handler(&Self::onConnect, self()));
+        asio::async_connect(beast::get_lowest_layer(m_ws), results,
+                            beast::bind_front_handler(&Self::onConnect, self()));
 }
 
 template <class NextLayer> void Session<NextLayer>::onConnect(beast::error_code ec, asio::ip::tcp::endpoint)
@@ -111,6 +115,8 @@ template <class NextLayer> void Session<NextLayer>::startTls()
     if constexpr (kTls) {
         auto &tls = m_ws.next_layer();
         const bool server = m_setup.side == Side::Server;
+        beast::error_code ignored; // small frames (pongs, acks) must not wait for Nagle
+        beast::get_lowest_layer(m_ws).set_option(asio::ip::tcp::no_delay(true), ignored);
         tls.set_verify_mode(asio::ssl::verify_peer | (server ? asio::ssl::verify_fail_if_no_peer_cert : 0));
         // The callback lives in this session's SSL object, so `this` outlives it.
         tls.set_verify_callback([this](bool preverified, asio::ssl::verify_context &ctx) {
@@ -139,11 +145,16 @@ template <class NextLayer> void Session<NextLayer>::onTlsHandshake(beast::error_
 template <class NextLayer> void Session<NextLayer>::startWebSocket()
 {
     m_state = State::Handshaking;
+    // Beast's idle timeout re-arms a timer on every read (one per TLS record: a system
+    // call each, a tenth of the CPU a bulk transfer costs), so idleness is ours: a
+    // coarse tick every half idleTimeout (armKeepalive). Beast keeps the handshake and
+    // close timeouts.
     websocket::stream_base::timeout t;
     t.handshake_timeout = m_setup.config.handshakeTimeout;
-    t.idle_timeout = m_setup.config.idleTimeout;
-    t.keep_alive_pings = true;
+    t.idle_timeout = websocket::stream_base::none();
+    t.keep_alive_pings = false;
     m_ws.set_option(t);
+    m_ws.control_callback([this](websocket::frame_type, beast::string_view) { ++m_activity; });
     m_ws.read_message_max(m_setup.config.limits.maxMessageBytes);
     m_ws.auto_fragment(false);
     m_ws.write_buffer_bytes(detail::kWriteBufferBytes);
@@ -166,6 +177,7 @@ template <class NextLayer> void Session<NextLayer>::onWebSocketHandshake(beast::
     if (ec)
         return onError(ec, "WebSocket handshake");
     m_webSocketUp = true;
+    armKeepalive();
     if (m_setup.side == Side::Client) {
         const auto &c = m_setup.config;
         Hello hello{c.minVersion,          c.maxVersion,  c.nodeId,          c.role,
@@ -173,6 +185,30 @@ template <class NextLayer> void Session<NextLayer>::onWebSocketHandshake(beast::
         enqueue(std::make_shared<EncodedFrame>(encodeFrame(hello)), 0);
     }
     readHead();
+}
+
+template <class NextLayer> void Session<NextLayer>::armKeepalive()
+{
+    m_keepalive.expires_after(m_setup.config.idleTimeout / 2);
+    m_keepalive.async_wait(beast::bind_front_handler(&Self::onKeepalive, self()));
+}
+
+template <class NextLayer> void Session<NextLayer>::onKeepalive(beast::error_code ec)
+{
+    if (ec || m_finished || m_closeStarted)
+        return;
+    const uint64_t seen = m_activity + m_bytesReceived.load();
+    if (seen != m_activitySeen) {
+        m_activitySeen = seen;
+        m_quietTicks = 0;
+    } else if (++m_quietTicks >= 2) {
+        return finish({"reading timed out: no traffic from the peer for " + detail::millis(m_setup.config.idleTimeout),
+                       true, false, false, false});
+    } else if (!m_pinging) { // half the time without traffic: ask for some
+        m_pinging = true;
+        m_ws.async_ping({}, [self = self()](beast::error_code) { self->m_pinging = false; });
+    }
+    armKeepalive();
 }
 
 template <class NextLayer> void Session<NextLayer>::onHello(const Hello &h)
@@ -194,7 +230,7 @@ template <class NextLayer> void Session<NextLayer>::onHello(const Hello &h)
         c.acceptCompression && h.compression != Compression::None && offered ? h.compression : Compression::None;
     HelloAck ack{hi, c.nodeId, c.role, detail::ourFeatures(), agreed, detail::software()};
     enqueue(std::make_shared<EncodedFrame>(encodeFrame(ack)), 0);
-    open(PeerInfo{h.nodeId, m_setup.remote, h.role, hi, agreed, h.features, h.software});
+    open(PeerInfo{h.nodeId, m_setup.remote, h.role, hi, agreed, h.features, h.software, m_cipher});
 }
 
 template <class NextLayer> void Session<NextLayer>::onHelloAck(const HelloAck &a)
@@ -209,7 +245,7 @@ template <class NextLayer> void Session<NextLayer>::onHelloAck(const HelloAck &a
     if (kTls && a.nodeId != m_certNodeId)
         return refuse(GoodbyeCode::Refused, "the HelloAck names node " + detail::shortNodeId(a.nodeId) +
                                                 " but the certificate is node " + detail::shortNodeId(m_certNodeId));
-    open(PeerInfo{a.nodeId, m_setup.remote, a.role, a.version, a.compression, a.features, a.software});
+    open(PeerInfo{a.nodeId, m_setup.remote, a.role, a.version, a.compression, a.features, a.software, m_cipher});
 }
 
 template <class NextLayer> void Session<NextLayer>::open(PeerInfo peer)

@@ -50,7 +50,25 @@ template <class NextLayer> void Session<NextLayer>::onReadHead(beast::error_code
     m_frame = detail::allocateFrame(m_frameBytes);
     std::memcpy(m_frame.get(), m_staging.data(), m_staged);
     m_have = m_staged;
+    m_spans = m_decoder.tensorSpans();
+    m_checksums.assign(m_spans.size(), 0);
+    m_checked = 0;
+    m_nextSpan = 0;
+    checksumArrived();
     checkMessageEnd();
+}
+
+template <class NextLayer> void Session<NextLayer>::checksumArrived()
+{
+    for (; m_nextSpan < m_spans.size(); ++m_nextSpan) {
+        const auto &s = m_spans[m_nextSpan];
+        const uint64_t from = std::max(m_checked, s.offset), to = std::min(m_have, s.offset + s.bytes);
+        if (from < to)
+            m_checksums[m_nextSpan] = crc32c({m_frame.get() + from, size_t(to - from)}, m_checksums[m_nextSpan]);
+        if (m_have < s.offset + s.bytes)
+            break;
+    }
+    m_checked = m_have;
 }
 
 template <class NextLayer> void Session<NextLayer>::readBody()
@@ -67,6 +85,7 @@ template <class NextLayer> void Session<NextLayer>::onReadBody(beast::error_code
         return;
     m_bytesReceived += bytes;
     m_have += bytes;
+    checksumArrived();
     checkMessageEnd();
 }
 
@@ -102,7 +121,7 @@ template <class NextLayer> void Session<NextLayer>::deliverFrame()
 {
     const uint64_t frameBytes = m_frameBytes;
     auto frame = std::move(m_frame);
-    DecodeResult r = m_decoder.finish(frame, {frame.get(), size_t(frameBytes)});
+    DecodeResult r = m_decoder.finish(frame, {frame.get(), size_t(frameBytes)}, m_checksums);
     frame.reset(); // the message's tensors hold it now, if they need it
     m_staged = m_headerEnd = 0;
     m_frameBytes = m_have = 0;
@@ -170,7 +189,8 @@ template <class NextLayer> SendResult Session<NextLayer>::send(const Message &me
 {
     if (m_state.load() != State::Open || m_closeRequested.load())
         return SendResult::NotOpen;
-    auto frame = std::make_shared<EncodedFrame>(encodeFrame(message, m_compression.load()));
+    // Checksums are left to the writer, which computes them chunk by chunk (startWrite).
+    auto frame = std::make_shared<EncodedFrame>(encodeFrame(message, m_compression.load(), false));
     if (frame->size() > m_setup.config.limits.maxMessageBytes)
         return SendResult::TooLarge;
     if (!reserveQueue(frame->size())) {
@@ -235,23 +255,28 @@ template <class NextLayer> void Session<NextLayer>::writeNext()
 
 template <class NextLayer> void Session<NextLayer>::startWrite()
 {
+    // One WebSocket frame per chunk: each chunk is checksummed just before it goes, so
+    // the encryption (and, from a client, the masking) finds it in cache.
+    auto &frame = *m_queue.front().frame;
     m_writeBuffers.clear();
-    for (const auto &piece : m_queue.front().frame->pieces())
+    for (const auto &piece : frame.nextChunk(detail::kWriteBufferBytes))
         m_writeBuffers.emplace_back(piece.data, piece.size);
-    m_ws.async_write(m_writeBuffers, beast::bind_front_handler(&Self::onWrite, self()));
+    m_ws.async_write_some(frame.allHandedOut(), m_writeBuffers, beast::bind_front_handler(&Self::onWrite, self()));
 }
 
 template <class NextLayer> void Session<NextLayer>::onWrite(beast::error_code ec, size_t bytes)
 {
     if (ec)
         return onError(ec, "writing");
+    m_bytesSent += bytes;
+    if (!m_queue.front().frame->allHandedOut())
+        return startWrite();
     const Queued done = std::move(m_queue.front());
     m_queue.pop_front();
     if (done.reserved) {
         m_queuedBytes -= done.reserved;
         --m_queuedMessages;
     }
-    m_bytesSent += bytes;
     ++m_messagesSent;
     checkWritable();
     if (!m_queue.empty())
@@ -377,9 +402,15 @@ template <class NextLayer> void Session<NextLayer>::finish(CloseInfo info)
     m_deadline.cancel();
     m_writeWait.cancel();
     m_readWait.cancel();
+    m_keepalive.cancel();
     if (m_resolver)
         m_resolver->cancel();
-    beast::get_lowest_layer(m_ws).close();
+    if constexpr (kTls) {
+        beast::error_code ignored;
+        beast::get_lowest_layer(m_ws).close(ignored);
+    } else {
+        beast::get_lowest_layer(m_ws).close();
+    }
     // The read and write buffers stay until the session goes: a cancelled operation may
     // still hold them.
     const size_t dropped = dropQueued();

@@ -9,10 +9,10 @@
 namespace rookery::net {
 
 NetContext::NetContext(int threads)
-    : m(std::make_unique<Impl>())
+    : m(std::make_unique<Impl>(std::max(1, threads)))
 {
-    for (int i = 0; i < std::max(1, threads); ++i)
-        m->threads.emplace_back([this] {
+    for (auto &thread : m->threads)
+        thread = std::thread([this] {
             // A handler that throws is a bug; log it and keep the thread serving the
             // other links rather than ending the process.
             for (;;) {

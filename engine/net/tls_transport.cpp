@@ -34,12 +34,12 @@ std::string endpointText(const asio::ip::tcp::endpoint &e)
 
 struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
 {
-    Impl(asio::io_context &io, ListenerConfig c, LinkEvents e)
-        : ioc(io)
+    Impl(NetContext::Impl &context, ListenerConfig c, LinkEvents e)
+        : net(context)
         , config(std::move(c))
         , events(std::move(e))
         , tls(makeTlsContext(config.credentials, true))
-        , acceptor(asio::make_strand(io))
+        , acceptor(context.connectionExecutor())
     { }
 
     void bind()
@@ -64,7 +64,7 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
 
     void accept()
     {
-        acceptor.async_accept(asio::make_strand(ioc), beast::bind_front_handler(&Impl::onAccept, shared_from_this()));
+        acceptor.async_accept(net.connectionExecutor(), beast::bind_front_handler(&Impl::onAccept, shared_from_this()));
     }
 
     void onAccept(beast::error_code ec, asio::ip::tcp::socket socket)
@@ -141,7 +141,7 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
                 l->close("the listener stopped");
     }
 
-    asio::io_context &ioc;
+    NetContext::Impl &net;
     ListenerConfig config;
     LinkEvents events;
     std::shared_ptr<asio::ssl::context> tls;
@@ -153,7 +153,7 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
 };
 
 Listener::Listener(NetContext &context, ListenerConfig config, LinkEvents events)
-    : m(std::make_shared<Impl>(context.impl().ioc, std::move(config), std::move(events)))
+    : m(std::make_shared<Impl>(context.impl(), std::move(config), std::move(events)))
 {
     m->bind();
     asio::post(m->acceptor.get_executor(), [impl = m] { impl->accept(); });
@@ -171,12 +171,12 @@ namespace {
 class DialedLink final : public Link, public std::enable_shared_from_this<DialedLink>
 {
 public:
-    DialedLink(asio::io_context &io, DialConfig config, LinkEvents events)
-        : m_ioc(io)
+    DialedLink(NetContext::Impl &net, DialConfig config, LinkEvents events)
+        : m_net(net)
         , m_config(std::move(config))
         , m_events(std::move(events))
         , m_tls(makeTlsContext(m_config.credentials, false))
-        , m_retry(asio::make_strand(io))
+        , m_retry(asio::make_strand(net.ioc))
         , m_random(std::random_device{}())
     { }
 
@@ -211,7 +211,7 @@ public:
             if (auto self = weak.lock())
                 self->onClosed(info);
         };
-        auto session = std::make_shared<TlsSession>(std::move(s), asio::make_strand(m_ioc), *m_tls);
+        auto session = std::make_shared<TlsSession>(std::move(s), m_net.connectionExecutor(), *m_tls);
         {
             std::lock_guard lock(m_mutex);
             if (m_closed)
@@ -299,7 +299,7 @@ private:
         });
     }
 
-    asio::io_context &m_ioc;
+    NetContext::Impl &m_net;
     DialConfig m_config;
     LinkEvents m_events;
     std::shared_ptr<asio::ssl::context> m_tls;
@@ -328,7 +328,7 @@ DialConfig coordinatorDialConfig(const CoordinatorAddress &address, TlsCredentia
 
 std::shared_ptr<Link> dial(NetContext &context, DialConfig config, LinkEvents events)
 {
-    auto link = std::make_shared<DialedLink>(context.impl().ioc, std::move(config), std::move(events));
+    auto link = std::make_shared<DialedLink>(context.impl(), std::move(config), std::move(events));
     link->connect();
     return link;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/net/wire_codec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -79,7 +80,6 @@ void describe(const TensorBuffer &t, wire::Tensor &d, const char *role, wire::En
         d.add_shape(dim);
     d.set_byte_length(t.bytes);
     d.set_encoding(encoding);
-    d.set_crc32c(crc32c(t.span()));
 }
 
 } // namespace
@@ -109,8 +109,10 @@ std::string_view wireErrorName(WireError error)
     return "?";
 }
 
-std::vector<uint8_t> EncodedFrame::flatten() const
+std::vector<uint8_t> EncodedFrame::flatten()
 {
+    if (!m_checksummed)
+        computeChecksums();
     std::vector<uint8_t> out;
     out.reserve(m_size);
     for (const auto &p : m_pieces)
@@ -118,7 +120,43 @@ std::vector<uint8_t> EncodedFrame::flatten() const
     return out;
 }
 
-EncodedFrame encodeFrame(const Message &message, Compression compression)
+void EncodedFrame::computeChecksums()
+{
+    for (size_t i = 0; i < m_keep.size(); ++i)
+        m_checksums[i] = crc32c(m_keep[i].span());
+    writeTrailer();
+}
+
+void EncodedFrame::writeTrailer()
+{
+    for (size_t i = 0; i < m_checksums.size(); ++i)
+        std::memcpy(m_trailer.data() + 4 * i, &m_checksums[i], 4); // little-endian hosts
+    m_checksummed = true;
+}
+
+const std::vector<EncodedFrame::Piece> &EncodedFrame::nextChunk(size_t maxBytes)
+{
+    m_chunk.clear();
+    while (m_cursor < m_pieces.size() && maxBytes > 0) {
+        const Piece &p = m_pieces[m_cursor];
+        if (p.data == m_trailer.data() && !m_checksummed)
+            writeTrailer(); // every tensor came before it
+        const size_t n = std::min(p.size - m_cursorOffset, maxBytes);
+        const Piece out{p.data + m_cursorOffset, n, p.tensor};
+        if (p.tensor >= 0 && !m_checksummed)
+            m_checksums[size_t(p.tensor)] = crc32c({out.data, n}, m_checksums[size_t(p.tensor)]);
+        m_chunk.push_back(out);
+        maxBytes -= n;
+        m_cursorOffset += n;
+        if (m_cursorOffset == p.size) {
+            ++m_cursor;
+            m_cursorOffset = 0;
+        }
+    }
+    return m_chunk;
+}
+
+EncodedFrame encodeFrame(const Message &message, Compression compression, bool checksumNow)
 {
     EncodedFrame f;
     f.m_name = messageName(message);
@@ -139,19 +177,29 @@ EncodedFrame encodeFrame(const Message &message, Compression compression)
     const uint32_t prefix = uint32_t(headerBytes); // little-endian on every host we build for
     std::memcpy(f.m_head.data(), &prefix, 4);
     env.SerializeWithCachedSizesToArray(f.m_head.data() + 4);
-    f.m_pieces.push_back({f.m_head.data(), f.m_head.size()});
+    f.m_pieces.push_back({f.m_head.data(), f.m_head.size(), -1});
     f.m_size = f.m_head.size();
     for (size_t i = 0; i < f.m_keep.size(); ++i) {
         const auto &t = f.m_keep[i];
         if (t.bytes)
-            f.m_pieces.push_back({t.data, t.bytes});
+            f.m_pieces.push_back({t.data, t.bytes, int(i)});
         f.m_size += t.bytes;
         if (i + 1 < f.m_keep.size() && alignUp(f.m_size) != f.m_size) {
             const size_t pad = alignUp(f.m_size) - f.m_size;
-            f.m_pieces.push_back({kZeros, pad});
+            f.m_pieces.push_back({kZeros, pad, -1});
             f.m_size += pad;
         }
     }
+    f.m_checksums.assign(f.m_keep.size(), 0);
+    f.m_trailer.resize(4 * f.m_keep.size());
+    if (!f.m_trailer.empty()) {
+        f.m_pieces.push_back({f.m_trailer.data(), f.m_trailer.size(), -1});
+        f.m_size += f.m_trailer.size();
+    }
+    if (checksumNow)
+        f.computeChecksums();
+    else
+        f.m_checksummed = f.m_keep.empty();
     return f;
 }
 

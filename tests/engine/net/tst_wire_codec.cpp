@@ -28,16 +28,23 @@ DecodeResult decode(const Bytes &frame, const WireLimits &limits = {})
     return decodeFrame(owner, *owner, limits);
 }
 
-// A frame from a hand-made Envelope and body: the way a hostile peer would build one.
-Bytes frameOf(const wire::Envelope &env, size_t bodyBytes = 0)
+// A frame from a hand-made Envelope and tensor bodies, laid out as the protocol says
+// (64-byte aligned tensors, a trailer of checksums): the way a hostile peer would.
+Bytes frameOf(const wire::Envelope &env, const std::vector<Bytes> &tensors = {})
 {
     const std::string header = env.SerializeAsString();
     Bytes f(4 + header.size());
     const uint32_t n = uint32_t(header.size());
     std::memcpy(f.data(), &n, 4);
     std::memcpy(f.data() + 4, header.data(), header.size());
-    if (bodyBytes)
-        f.resize((f.size() + 63) / 64 * 64 + bodyBytes, 0x5a);
+    for (const auto &t : tensors) {
+        f.resize((f.size() + 63) / 64 * 64);
+        f.insert(f.end(), t.begin(), t.end());
+    }
+    for (const auto &t : tensors) {
+        const uint32_t crc = crc32c(t);
+        f.insert(f.end(), reinterpret_cast<const uint8_t *>(&crc), reinterpret_cast<const uint8_t *>(&crc) + 4);
+    }
     return f;
 }
 
@@ -172,6 +179,21 @@ private Q_SLOTS:
         }
     }
 
+    void chunkedEncodingMatchesTheWholeFrame()
+    {
+        // A writer that takes the frame in chunks gets the same bytes, the checksums
+        // computed on the way.
+        for (const auto &m : test::sampleMessages()) {
+            const Bytes whole = encoded(m);
+            auto frame = encodeFrame(m, Compression::None, false);
+            Bytes streamed;
+            while (!frame.allHandedOut())
+                for (const auto &p : frame.nextChunk(100))
+                    streamed.insert(streamed.end(), p.data, p.data + p.size);
+            QCOMPARE(streamed, whole);
+        }
+    }
+
     void encodeRefusesInconsistentTensors()
     {
         auto t = test::floatTensor({4, 4}, 1.0f);
@@ -239,10 +261,9 @@ private Q_SLOTS:
         int64Fp16.mutable_activations()->mutable_activations()->set_encoding(wire::ENCODING_FP16);
         row("fp16 encoding of int64", frameOf(int64Fp16), WireError::BadTensor, "encoding");
         auto floatLabels = activationsEnvelope({4}, 16);
-        const Bytes sixteen(16, 0x5a); // frameOf() fills the body with 0x5a
-        floatLabels.mutable_activations()->mutable_activations()->set_crc32c(crc32c(sixteen));
         *floatLabels.mutable_activations()->mutable_labels() = floatLabels.activations().activations();
-        row("float labels", frameOf(floatLabels, 64 + 16), WireError::MalformedHeader, "int64");
+        const Bytes sixteen(16, 0x5a);
+        row("float labels", frameOf(floatLabels, {sixteen, sixteen}), WireError::MalformedHeader, "int64");
         wire::Envelope longReason;
         longReason.mutable_goodbye()->set_reason(std::string(5000, 'x'));
         row("long string", frameOf(longReason), WireError::LimitExceeded, "reason");
@@ -250,9 +271,12 @@ private Q_SLOTS:
         for (int i = 0; i < 5000; ++i)
             manyTensors.mutable_weights_reply()->add_tensors()->mutable_tensor()->set_dtype(wire::UINT8);
         row("too many tensors", frameOf(manyTensors), WireError::LimitExceeded, "tensors");
-        Bytes badCrc = encoded(test::sampleMessages()[7]);
-        badCrc.back() ^= 1;
+        Bytes badCrc = encoded(test::sampleMessages()[7]); // Gradients: one tensor, a 4-byte trailer
+        badCrc[badCrc.size() - 5] ^= 1;
         row("bad checksum", badCrc, WireError::BadChecksum, "CRC-32C");
+        Bytes badTrailer = encoded(test::sampleMessages()[7]);
+        badTrailer.back() ^= 1;
+        row("bad checksum in the trailer", badTrailer, WireError::BadChecksum, "CRC-32C");
         wire::Envelope badHello;
         badHello.mutable_hello()->set_min_version(3);
         badHello.mutable_hello()->set_max_version(1);
