@@ -70,13 +70,25 @@ struct CapRun
     double stepsPerSecond = 0;
 };
 
+// Trains through a governor capped at `cap` for `duration`, then on to the end of the
+// duty cycle in progress: the window covers whole run-and-rest cycles (1 s each), so a
+// run at the end is not counted without its rest.
 CapRun trainUnderCap(train::Trainer &trainer, int cap, bool measuredCpu, double duration, int cores)
 {
     device::Governor gate(capped(cap), benchEnvironment(measuredCpu));
     int64_t steps = 0;
     const auto cpu0 = device::processCpuTime();
     const auto t0 = Clock::now();
-    while (Clock::now() - t0 < std::chrono::duration<double>(duration) && gate.enter()) {
+    const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration));
+    for (;;) {
+        const auto asked = Clock::now();
+        if (!gate.enter())
+            break;
+        const bool rested = Clock::now() - asked > 2ms;
+        if (Clock::now() >= end && (rested || cap == 100)) {
+            gate.leave(0ns);
+            break;
+        }
         const auto start = Clock::now();
         trainer.step();
         gate.leave(Clock::now() - start);

@@ -131,10 +131,14 @@ Governor::Admission Governor::admitLocked()
     } else {
         chargeLedgerLocked(now);
         const double rate = m_status.limits.cpuPercent / 100.0 * m_status.limits.cores; // credit ns per ns
-        if (m_ledgerNs < 0)
-            a.wait = std::max(nanoseconds(int64_t(-m_ledgerNs / rate)), nanoseconds(1));
-        else
+        m_resting = m_resting || m_ledgerNs < 0;
+        const double need = m_resting ? resumeLevelLocked() : 0.0;
+        if (m_ledgerNs < need) {
+            a.wait = std::max(nanoseconds(int64_t((need - m_ledgerNs) / rate)), nanoseconds(1));
+        } else {
+            m_resting = false;
             ++m_status.inFlight;
+        }
     }
     return a;
 }
@@ -362,9 +366,25 @@ void Governor::chargeLedgerLocked(SteadyTime now)
     // the quiet time is not banked either.
     if (cap >= 1.0 || std::exchange(m_heldSinceCharge, false)) {
         m_ledgerNs = 0;
+        m_resting = false;
+        m_freshLedger = true;
         return;
     }
-    m_ledgerNs = std::min(kBurstNsPerCore * cores, m_ledgerNs + cap * cores * elapsed - consumed);
+    // Start (after construction, a pause or uncapped work) as if a rest had just ended,
+    // so the first cycle is a whole one rather than a short run and a long rest.
+    if (std::exchange(m_freshLedger, false))
+        m_ledgerNs = resumeLevelLocked();
+    const double bank = std::max(kBurstNsPerCore * cores, resumeLevelLocked());
+    m_ledgerNs = std::min(bank, m_ledgerNs + cap * cores * elapsed - consumed);
+}
+
+// The credit a rest must earn before work resumes: the CPU time of one period's run at
+// full use, cap x cores x (1 - cap) x period, so that run and rest take cap and 1 - cap
+// of the period.
+double Governor::resumeLevelLocked() const
+{
+    const double cap = m_status.limits.cpuPercent / 100.0;
+    return cap * (1 - cap) * m_status.limits.cores * double(nanoseconds(m_env.dutyPeriod).count());
 }
 
 bool Governor::memoryCrossedLocked()

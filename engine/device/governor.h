@@ -31,6 +31,8 @@ struct GovernorEnvironment
     std::function<std::chrono::nanoseconds()> cpuTime; ///< null: charge busy time x cores instead
     int cores = 0;                                     ///< cores this process may use; 0: its affinity mask
     std::chrono::milliseconds pollInterval{1000};      ///< how often the idle and power sources are read
+    /// Length of one run-and-rest cycle under a CPU cap; 0: rest after every microbatch.
+    std::chrono::milliseconds dutyPeriod{1000};
 };
 
 /// The real world: system clock, logind or X idle, /sys/class/power_supply, /proc RSS
@@ -76,7 +78,10 @@ struct GovernorStatus
 /// process's CPU time (all threads, BLAS helpers included); a thread may start a
 /// microbatch when the ledger is not in debt. Without a CPU clock the debit is busy
 /// time x cores, which is the classic duty cycle: after a microbatch busy for b the
-/// next waits b(1-cap)/cap.
+/// next waits b(1-cap)/cap. Once in debt, work rests until it has earned the credit
+/// for a whole dutyPeriod's run (cap x period), as BOINC throttles in one-second
+/// periods: OpenBLAS's threads spin for about 0.1 s after each call, and a rest
+/// after every microbatch would pay that spin out of the CPU budget every time.
 ///
 /// Thread safety: every method may be called from any thread. Threads blocked in
 /// enter() wake at once on pause/resume/snooze/setSettings/close, and at least every
@@ -144,6 +149,7 @@ private:
     std::string holdReasonLocked();
     void applyLimitsLocked(const EffectiveLimits &limits);
     void chargeLedgerLocked(SteadyTime now);
+    double resumeLevelLocked() const;
     bool memoryCrossedLocked();
     void closeLocked(const std::string &reason);
     void wakeAllLocked();
@@ -173,6 +179,8 @@ private:
 
     double m_ledgerNs = 0;          // CPU-time credit in nanoseconds; negative = in debt
     bool m_heldSinceCharge = false; // a hold since the last charge: start the ledger afresh
+    bool m_resting = false;         // in debt: rest until a whole period's run is earned
+    bool m_freshLedger = true;      // next capped charge starts a cycle: bank one period's run
     SteadyTime m_ledgerAt{};
     std::chrono::nanoseconds m_lastCpu{0};
     std::chrono::nanoseconds m_unchargedBusy{0};

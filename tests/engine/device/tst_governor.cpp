@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "engine/common/error.h"
@@ -32,6 +33,7 @@ struct Rig
     std::shared_ptr<test::FakePowerSource> power = std::make_shared<test::FakePowerSource>();
     std::shared_ptr<std::atomic<uint64_t>> rss = std::make_shared<std::atomic<uint64_t>>(100 * kMiB);
     std::shared_ptr<std::atomic<int64_t>> cpuNs; // set: measured CPU time; null: busy x cores
+    std::chrono::milliseconds dutyPeriod{0};     // rest after every microbatch unless a test says otherwise
 
     device::GovernorEnvironment environment(bool withIdle = true) const
     {
@@ -44,6 +46,7 @@ struct Rig
             e.cpuTime = [c = cpuNs] { return std::chrono::nanoseconds(c->load()); };
         e.cores = 4;
         e.pollInterval = 100ms;
+        e.dutyPeriod = dutyPeriod;
         return e;
     }
     std::unique_ptr<Governor> make(const GovernorSettings &s = {}, bool withIdle = true) const
@@ -353,6 +356,53 @@ private Q_SLOTS:
             QVERIFY(g->tryEnter().wait > 0ns); // half way: still waiting
             rig.clock->advance(a.wait - a.wait / 2);
         }
+    }
+
+    // With a duty period, work runs and rests in cycles of that length: run about
+    // cap x period, rest the remainder, and the average is the cap exactly.
+    void dutyCycleInPeriods_data()
+    {
+        QTest::addColumn<int>("cap");
+        QTest::newRow("25%") << 25;
+        QTest::newRow("50%") << 50;
+        QTest::newRow("75%") << 75;
+    }
+
+    void dutyCycleInPeriods()
+    {
+        QFETCH(int, cap);
+        Rig rig;
+        rig.dutyPeriod = 1s;
+        GovernorSettings s;
+        s.whenActive.cpuPercent = cap;
+        auto g = rig.make(s);
+        const auto start = rig.clock->steadyNow();
+        std::chrono::nanoseconds busy{0}, longestRest{0}, firstRun{0};
+        int rests = 0;
+        while (rig.clock->steadyNow() - start < 60s) {
+            const auto a = g->tryEnter();
+            if (a.wait > 0ns) {
+                if (rests == 0)
+                    firstRun = rig.clock->steadyNow() - start;
+                rig.clock->advance(a.wait);
+                longestRest = std::max(longestRest, a.wait);
+                ++rests;
+                continue;
+            }
+            rig.clock->advance(7ms); // a microbatch
+            g->leave(7ms);
+            busy += 7ms;
+        }
+        const double fraction = double(busy.count()) / double((rig.clock->steadyNow() - start).count());
+        // The first cycle is a whole one: a full run first, not a short run and a long rest.
+        QVERIFY2(std::chrono::abs(firstRun - std::chrono::milliseconds(10 * cap)) <= 10ms,
+                 std::to_string(firstRun.count()).c_str());
+        QVERIFY2(std::fabs(fraction - cap / 100.0) < 0.01, std::to_string(fraction).c_str());
+        // About one rest per period, each (1 - cap) of it plus the debt of the last microbatch.
+        QVERIFY2(rests >= 55 && rests <= 65, std::to_string(rests).c_str());
+        QVERIFY(longestRest >= std::chrono::milliseconds(10 * (100 - cap)));
+        QVERIFY2(longestRest <= std::chrono::milliseconds(10 * (100 - cap) + 30),
+                 std::to_string(longestRest.count()).c_str());
     }
 
     // Two threads busy at once each pay for the other: the cap holds for the process.
