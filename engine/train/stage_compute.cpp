@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/train/stage_compute.h"
 
+#include <algorithm>
+
 #include "engine/common/error.h"
 #include "engine/train/torch_convert.h"
 
@@ -235,6 +237,28 @@ torch::Tensor StageCompute::infer(const torch::Tensor &input)
 {
     torch::NoGradGuard noGrad;
     return run(prepareInput(input).detach(), m_live);
+}
+
+void StageCompute::setParameters(const std::vector<NamedTensor> &parameters)
+{
+    std::vector<std::pair<size_t, const NamedTensor *>> targets;
+    for (const auto &p : parameters) {
+        const auto it = std::find(m_names.begin(), m_names.end(), p.name);
+        if (it == m_names.end())
+            throw Error("this stage holds no parameter '" + p.name + "'");
+        const size_t index = size_t(it - m_names.begin());
+        checkCompatible(m_live[index], p);
+        targets.emplace_back(index, &p);
+    }
+    for (auto &[index, p] : targets)
+        copyInto(m_live[index], *p);
+    m_snapshot.reset(); // a cached forward snapshot of the old values must not be reused
+}
+
+void StageCompute::dropInFlight()
+{
+    m_records.clear();
+    m_snapshot.reset();
 }
 
 std::vector<NamedTensor> StageCompute::parameters() const

@@ -60,6 +60,16 @@ public:
     size_t inFlight() const { return m_records.size(); }
     bool needsInputGradient() const { return m_needsInputGradient; }
     std::vector<NamedTensor> parameters() const;
+    /// Overwrites the named parameters (all or some: a ring averages a layer range).
+    /// Checks every name and shape first; on a mismatch throws rookery::Error and
+    /// changes nothing. Microbatches in flight keep the weights their forward used.
+    void setParameters(const std::vector<NamedTensor> &parameters);
+    std::vector<NamedTensor> optimizerState() const { return m_optimizer.state(); }
+    /// Also sets version() to the saved step count.
+    void restoreOptimizer(const std::vector<NamedTensor> &state) { m_optimizer.restore(state); }
+    /// Forgets the microbatches in flight: their backward will never come (the run they
+    /// belonged to was aborted). Gradients already accumulated are kept.
+    void dropInFlight();
 
 private:
     // One version of the weights, shared by every microbatch whose forward used it.

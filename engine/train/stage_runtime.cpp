@@ -76,7 +76,7 @@ struct StageRuntime::Impl
             if (!dataset || dataset->count < config.microbatchSize)
                 throw Error("the root stage needs training data of at least one microbatch");
             source = std::make_unique<BatchSource>(*dataset);
-            sampler = std::make_unique<data::EpochSampler>(dataset->count, config.seed);
+            sampler = std::make_unique<data::EpochSampler>(dataset->count, config.seed, config.shard);
         }
     }
 
@@ -141,6 +141,16 @@ struct StageRuntime::Impl
             ++metrics.updates;
     }
 
+    // Calls the update hook once per optimizer step, at the top of a loop, when the
+    // previous iteration's messages are out.
+    void afterUpdates()
+    {
+        if (config.onUpdate && compute.version() != hookedVersion) {
+            hookedVersion = compute.version();
+            config.onUpdate(hookedVersion);
+        }
+    }
+
     StopMessage runRoot(int64_t microbatches);
     StopMessage runSingle(int64_t microbatches);
     StopMessage runFollower();
@@ -156,6 +166,7 @@ struct StageRuntime::Impl
     std::unique_ptr<BatchSource> source;
     std::unique_ptr<data::EpochSampler> sampler;
     StageMetrics metrics;
+    int64_t hookedVersion = 0;
 };
 
 bool StageRuntime::Impl::forwardFromData(int64_t id, ForwardMessage &out)
@@ -215,9 +226,11 @@ StopMessage StageRuntime::Impl::runSingle(int64_t microbatches)
         });
         if (!ok)
             return abort(StopKind::Cancelled, "the work gate closed");
+        afterUpdates();
     }
     if (compute.flush())
         ++metrics.updates;
+    afterUpdates();
     return {StopKind::Finished, config.stage, {}};
 }
 
@@ -226,6 +239,7 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
     const int window = config.window();
     int64_t next = 0, done = 0;
     while (done < microbatches) {
+        afterUpdates();
         std::optional<StageMessage> m;
         if (int64_t(compute.inFlight()) < window && next < microbatches) {
             m = transport.poll(); // backward work first, if any is waiting
@@ -253,6 +267,7 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
     }
     if (compute.flush())
         ++metrics.updates;
+    afterUpdates();
     if (!transport.sendFinished())
         return stopAfterFailedSend();
     return {StopKind::Finished, config.stage, {}};
@@ -261,11 +276,13 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
 StopMessage StageRuntime::Impl::runFollower()
 {
     for (;;) {
+        afterUpdates();
         StageMessage m = receive();
         if (auto *stop = std::get_if<StopMessage>(&m)) {
             if (stop->kind == StopKind::Finished) {
                 if (compute.flush())
                     ++metrics.updates;
+                afterUpdates();
                 if (!leaf() && !transport.sendFinished())
                     return stopAfterFailedSend();
             }
@@ -307,6 +324,8 @@ StageRunResult StageRuntime::run(int64_t microbatches)
 {
     d->metrics = StageMetrics{};
     d->metrics.stage = d->config.stage;
+    d->compute.dropInFlight(); // what an aborted run left in flight will never come back
+    d->hookedVersion = d->compute.version();
     StopMessage stop;
     try {
         device::applyThreadConfig(d->config.threads);
@@ -325,6 +344,47 @@ StageRunResult StageRuntime::run(int64_t microbatches)
 TensorBuffer StageRuntime::infer(const TensorBuffer &input) { return toBuffer(d->compute.infer(fromBuffer(input))); }
 
 std::vector<NamedTensor> StageRuntime::parameters() const { return d->compute.parameters(); }
+
+void StageRuntime::setParameters(const std::vector<NamedTensor> &parameters) { d->compute.setParameters(parameters); }
+
+TrainingState StageRuntime::state() const
+{
+    TrainingState s;
+    s.model = d->config.model;
+    s.optimizer = d->config.optimizer;
+    s.batchSize = d->config.microbatchSize;
+    s.seed = d->config.seed;
+    s.step = d->compute.version();
+    if (d->sampler)
+        s.cursor = d->sampler->cursor();
+    s.parameters = d->compute.parameters();
+    s.optimizerState = d->compute.optimizerState();
+    return s;
+}
+
+void StageRuntime::restore(const TrainingState &s)
+{
+    if (!(s.model == d->config.model))
+        throw Error("the checkpoint is for model '" + s.model.name + "', this stage trains '" + d->config.model.name +
+                    "'");
+    if (!(s.optimizer == d->config.optimizer) || s.batchSize != d->config.microbatchSize)
+        throw Error("the checkpoint was trained with other settings (optimizer or microbatch size)");
+    const auto mine = d->compute.parameters();
+    if (s.parameters.size() != mine.size())
+        throw Error("the checkpoint holds " + std::to_string(s.parameters.size()) + " parameters, this stage " +
+                    std::to_string(mine.size()) + " (another layer range?)");
+    if (d->sampler)
+        data::EpochSampler(*d->sampler).setCursor(s.cursor); // validates the cursor
+    d->compute.setParameters(s.parameters);                  // validates, then copies
+    try {
+        d->compute.restoreOptimizer(s.optimizerState); // validates, then copies
+    } catch (...) {
+        d->compute.setParameters(mine); // leave the stage as it was
+        throw;
+    }
+    if (d->sampler)
+        d->sampler->setCursor(s.cursor);
+}
 
 int64_t StageRuntime::version() const { return d->compute.version(); }
 

@@ -16,6 +16,7 @@
 #include "engine/model/model_spec.h"
 #include "engine/train/optimizer_config.h"
 #include "engine/train/stage_message.h"
+#include "engine/train/training_state.h"
 
 namespace rookery::train {
 
@@ -29,6 +30,12 @@ enum class PipelineMode {
 /// Called on a stage's thread before each microbatch's forward or backward, after the
 /// work gate let it through: tests inject delays and failures with it.
 using StageHook = std::function<void(int stage, int64_t microbatch, bool backward)>;
+
+/// Called on a stage's thread after its optimizer stepped, at a safe point: the
+/// messages of that step are sent and no microbatch is being computed. The callee may
+/// use the runtime's parameters(), setParameters() and state() (a swarm node averages
+/// over its rings and checkpoints here). `version` is the optimizer steps so far.
+using UpdateHook = std::function<void(int64_t version)>;
 
 /// One stage of a pipeline. Every stage of a pipeline gets the same settings except
 /// `stage`, `firstLayer` and `lastLayer`.
@@ -48,6 +55,8 @@ struct StageConfig
     uint64_t seed = 1;          ///< weights and data order, as the unsplit Trainer's
     device::ThreadConfig threads{1, 1};
     StageHook hook;
+    UpdateHook onUpdate;
+    data::Shard shard; ///< the root reads this shard of the data (a swarm cluster's own)
 
     /// The root's window as it will be used.
     int window() const;
@@ -113,6 +122,16 @@ public:
     TensorBuffer infer(const TensorBuffer &input);
     /// Copies of the parameters, named by global layer index ("3.weight").
     std::vector<NamedTensor> parameters() const;
+    /// Overwrites some or all parameters by name; see StageCompute::setParameters().
+    /// Between runs, or on the stage's thread from the update hook.
+    void setParameters(const std::vector<NamedTensor> &parameters);
+    /// This stage's training state for a checkpoint: its parameters and optimizer state,
+    /// the optimizer steps, and at the root the data cursor. `model` is the whole model;
+    /// `batchSize` is the microbatch size. Between runs or from the update hook.
+    TrainingState state() const;
+    /// Restores a state() of the same stage (model, layers, optimizer). Validates first;
+    /// on a mismatch throws rookery::Error and changes nothing. Between runs only.
+    void restore(const TrainingState &state);
     int64_t version() const; ///< optimizer steps so far
     const StageConfig &config() const;
 
