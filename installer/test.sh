@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Installs what is missing, builds everything, and runs the whole test suite.
 # Usage: installer/test.sh [--no-setup] [ctest arguments...]
+# ROOKERY_FUZZ_SECONDS bounds the fuzzing step (default 60; 0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,31 @@ echo "== test"
 export QT_QPA_PLATFORM=offscreen
 status=0
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" || status=$?
+
+# The wire decoder under libFuzzer with AddressSanitizer and UBSan: a clang build of its
+# own (only the decoder and the fuzz target get compiled), seeded from tests/fuzz/corpus.
+fuzz_seconds=${ROOKERY_FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" -gt 0 ]; then
+    echo "== fuzz (fuzz_wire_decoder, $fuzz_seconds s)"
+    fuzz_build="$build-fuzz"
+    fuzz_status=0
+    CXX=clang++-14 cmake -S . -B "$fuzz_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROOKERY_FUZZ=ON \
+        -DROOKERY_SANITIZE=ON -DROOKERY_BUILD_UI=OFF -DROOKERY_BUILD_TESTS=OFF -DROOKERY_BUILD_BENCH=OFF \
+        -DCMAKE_CXX_FLAGS=-Wno-unknown-warning-option >/dev/null || fuzz_status=$?
+    [ "$fuzz_status" = 0 ] && { cmake --build "$fuzz_build" -j "$jobs" --target fuzz_wire_decoder || fuzz_status=$?; }
+    if [ "$fuzz_status" = 0 ]; then
+        mkdir -p "$fuzz_build/corpus" "$fuzz_build/crashes"
+        # New inputs go to the first directory; the committed seeds stay as they are.
+        "$fuzz_build/tests/fuzz/fuzz_wire_decoder" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=1 -artifact_prefix="$fuzz_build/crashes/" \
+            "$fuzz_build/corpus" tests/fuzz/corpus/wire_decoder 2>"$fuzz_build/fuzz.log" || fuzz_status=$?
+        tail -n 12 "$fuzz_build/fuzz.log"
+    fi
+    if [ "$fuzz_status" != 0 ]; then
+        echo "== fuzz FAILED (exit $fuzz_status); see $fuzz_build/fuzz.log and $fuzz_build/crashes/"
+        status=1
+    fi
+fi
 
 end=$(date +%s)
 echo "== build $((built - start)) s, tests $((end - built)) s, total $((end - start)) s"

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -249,11 +250,17 @@ ROOKERY_FOLD_TARGET uint32_t crcFold(const uint8_t *p, size_t len, uint32_t stat
     return uint32_t(c);
 }
 
+bool haveVpclmulqdq() // CPUID leaf 7, ECX bit 10 (clang cannot name it to __builtin_cpu_supports)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 10));
+}
+
 bool haveFold()
 {
+    // __builtin_cpu_supports("avx512f") also checks that the OS saves the ZMM registers.
     static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                             __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("pclmul") &&
-                             __builtin_cpu_supports("sse4.2");
+                             __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2") && haveVpclmulqdq();
     return have;
 }
 

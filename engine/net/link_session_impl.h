@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 #include "engine/common/error.h"

@@ -198,7 +198,9 @@ template <class NextLayer> SendResult Session<NextLayer>::send(const Message &me
             asio::post(m_ws.get_executor(), [self = self()] { self->checkWritable(); });
         return SendResult::QueueFull;
     }
-    asio::post(m_ws.get_executor(), [self = self(), frame = std::move(frame)]() mutable {
+    // Inline when called on the link's own thread (a handler answering a message): a
+    // post would cost a trip through the io_context queue on every round trip.
+    asio::dispatch(m_ws.get_executor(), [self = self(), frame = std::move(frame)]() mutable {
         const size_t bytes = frame->size();
         self->enqueue(std::move(frame), bytes);
     });
