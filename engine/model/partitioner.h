@@ -74,6 +74,8 @@ double trainingFlops(const std::vector<LayerCost> &costs, size_t index);
 /// deterministic (ties go to the earliest cut). Every device gets at least one layer.
 /// Throws rookery::Error when no cut fits, naming the device that is too small when a
 /// single device is to blame, or when a device's figures are not usable.
+///
+/// Thread safety: this and the other functions here are pure; call them from anywhere.
 Partition partitionLayers(const std::vector<LayerCost> &costs, const std::vector<StageDevice> &devices,
                           const PartitionOptions &options = {});
 

@@ -44,6 +44,8 @@ struct StopMessage
     std::string reason; ///< for Failed: the error, ready to show
 };
 
+/// What travels between stages. Thread safety: plain values; the tensors they carry are
+/// shared read-only (see TensorBuffer).
 using StageMessage = std::variant<ForwardMessage, BackwardMessage, StopMessage>;
 
 } // namespace rookery::train
