@@ -11,6 +11,7 @@
 #include "engine/common/log.h"
 #include "engine/device/profile_service.h"
 #include "engine/node/local_run.h"
+#include "engine/node/swarm_node.h"
 
 namespace {
 
@@ -78,6 +79,51 @@ int runLocal(const rookery::app::NodeOptions &options)
     return 0;
 }
 
+int runSwarm(const rookery::app::NodeOptions &options)
+{
+    using namespace rookery;
+    const bool quiet = options.quiet;
+    node::SwarmNodeSettings s;
+    s.coordinator = options.join;
+    s.name = options.name;
+    s.dataDir = options.dataDir;
+    s.datasetDir = options.datasetDir;
+    s.bindAddress = options.bind;
+    s.port = uint16_t(options.port);
+    s.governor = options.local.governor;
+    if (options.local.checkpointEvery > 0)
+        s.checkpointEvery = options.local.checkpointEvery;
+    if (options.local.evalEvery > 0)
+        s.evaluateEvery = options.local.evalEvery;
+    s.keepCheckpoints = options.local.keepCheckpoints;
+    s.exitWhenDone = !options.stay;
+    node::SwarmNode::Callbacks cb;
+    cb.message = [quiet](const std::string &m) {
+        if (!quiet)
+            std::printf("%s\n", m.c_str());
+    };
+    cb.progress = [quiet](const node::StageProgress &p) {
+        if (quiet)
+            return;
+        std::string acc = p.testAccuracy >= 0 ? "  test acc " + format::percent(p.testAccuracy) : "";
+        std::printf("step %lld/%lld  %s samples/s%s%s  rings %lld ok, %lld skipped\n", (long long)p.step,
+                    (long long)p.totalSteps, format::count(int64_t(p.samplesPerSecond)).c_str(),
+                    p.loss > 0 ? ("  loss " + std::to_string(p.loss).substr(0, 6)).c_str() : "", acc.c_str(),
+                    (long long)p.ringRounds, (long long)p.ringSkipped);
+    };
+    node::SwarmNode nodeRun(s, cb);
+    const auto summary = nodeRun.run(&g_stop);
+    if (summary.completed)
+        std::printf("left the swarm: %s%s\n", summary.reason.c_str(),
+                    summary.testAccuracy >= 0
+                        ? (", final test accuracy " + format::percent(summary.testAccuracy, 2)).c_str()
+                        : "");
+    else
+        std::printf("stopped at step %lld: %s. Run the same command to rejoin and resume.\n", (long long)summary.step,
+                    summary.reason.c_str());
+    return 0;
+}
+
 // --profile: from the cache unless stale, else measured now (a few seconds).
 int printProfile(const rookery::app::NodeOptions &options)
 {
@@ -112,6 +158,8 @@ int main(int argc, char **argv)
     try {
         if (options.profile)
             return printProfile(options);
+        if (!options.join.empty())
+            return runSwarm(options);
         return runLocal(options);
     } catch (const Error &e) {
         std::fprintf(stderr, "rookery-node: error: %s\n", e.what());

@@ -15,8 +15,16 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
     o.dataDir = defaultDataDir().string();
     o.datasetDir = defaultFashionMnistDir().string();
 
-    ArgParser p("rookery-node", "Rookery's headless node. With no mode given, it trains a model on this machine\n"
-                                "(local mode), checkpointing to SQLite and resuming from the newest checkpoint.");
+    ArgParser p("rookery-node",
+                "Rookery's headless node. With --join it joins a swarm: registers with the coordinator, trains\n"
+                "the pipeline stage it is assigned, and averages with its peers. With no mode given, it trains a\n"
+                "model on this machine (local mode). Either way it checkpoints to SQLite and resumes after a\n"
+                "restart.");
+    p.option("join", "ADDRESS", "join the swarm whose coordinator is at wss://host:port/#sha256=...", &o.join);
+    p.option("name", "NAME", "swarm: this node's name, as others see it (default: the host name)", &o.name);
+    p.option("bind", "HOST", "swarm: the IPv4 address peers reach this node at", &o.bind);
+    p.option("port", "N", "swarm: the port peers reach this node at (0: any free port)", &o.port, 0, 65535);
+    p.flag("stay", "swarm: stay in the swarm after the run is complete", &o.stay);
     p.option("data-dir", "DIR", "where the database and identity live", &o.dataDir);
     p.option("dataset-dir", "DIR", "Fashion-MNIST's .gz files", &o.datasetDir);
     p.option("run", "NAME", "name under which checkpoints are kept and resumed", &l.run);
@@ -59,7 +67,8 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
              "  rookery-node                        train the MLP, resuming if it was interrupted\n"
              "  rookery-node --model cnn --steps 2000 --run cnn-demo\n"
              "  rookery-node --cpu-percent 50 --schedule 'mon-fri 18:00-08:00, sat-sun all day'\n"
-             "  rookery-node --profile --json       this machine's measured capabilities\n\n"
+             "  rookery-node --profile --json       this machine's measured capabilities\n"
+             "  rookery-node --join 'wss://10.0.0.5:7400/#sha256=...'   join a swarm\n\n"
              "Ctrl-C checkpoints and stops; running the same command again resumes.\n"
              "Exit status: 0 done or stopped, 1 error, 2 bad command line.");
     if (p.parse(argc, argv) != ArgParser::Outcome::Run)
@@ -76,6 +85,12 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
     }
     if ((o.json || o.remeasure) && !o.profile)
         throw Error("--json and --remeasure go with --profile");
+    if (!o.join.empty() && o.profile)
+        throw Error("--profile and --join do not go together");
+    if (o.join.empty())
+        for (const char *swarmOnly : {"name", "bind", "port", "stay"})
+            if (p.given(swarmOnly))
+                throw Error(std::string("--") + swarmOnly + " goes with --join");
     l.dataDir = o.dataDir;
     l.datasetDir = o.datasetDir;
     return true;

@@ -17,6 +17,11 @@ struct NodeOptions
     bool profile = false;   ///< print the capability profile and exit
     bool json = false;      ///< ... as JSON
     bool remeasure = false; ///< ... measured now rather than from the cache
+    std::string join;       ///< coordinator address: swarm mode
+    std::string name;       ///< swarm: this node's name for people
+    std::string bind = "127.0.0.1";
+    int port = 0;
+    bool stay = false; ///< swarm: stay in the swarm after the run is complete
 };
 
 /// Parses argv into `options`. Returns false when --help or --version was shown.

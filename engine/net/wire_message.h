@@ -134,10 +134,151 @@ struct StageError
     bool operator==(const StageError &) const = default;
 };
 
-/// Every message a link carries. Coordinator messages join this list in a later
-/// version (the schema keeps field numbers for them).
+// ---- Coordinator messages (docs/coordinator-api.md). engine/coord turns them into
+// its own value types; these mirror the schema field for field.
+
+/// Another node: its id and the "host:port" of its peer listener. Empty when unset.
+struct PeerAddress
+{
+    std::string nodeId;
+    std::string address;
+    bool empty() const { return nodeId.empty(); }
+    bool operator==(const PeerAddress &) const = default;
+};
+
+/// A ring averaging layers [firstLayer, lastLayer) across clusters.
+struct RingMembership
+{
+    uint64_t ringId = 0;
+    uint32_t firstLayer = 0;
+    uint32_t lastLayer = 0;
+    uint32_t rank = 0; ///< the receiving node's position in `members`
+    std::vector<PeerAddress> members;
+    bool operator==(const RingMembership &) const = default;
+};
+
+enum class AssignmentState : uint8_t { Waiting = 0, Training = 1, Stopped = 2 };
+
+struct AssignmentInfo
+{
+    uint64_t version = 0;
+    AssignmentState state = AssignmentState::Waiting;
+    std::string reason;
+    int32_t cluster = -1;
+    uint32_t clusterCount = 0;
+    uint32_t stage = 0;
+    uint32_t stages = 0;
+    uint32_t firstLayer = 0;
+    uint32_t lastLayer = 0;
+    PeerAddress previous;
+    PeerAddress next;
+    std::vector<RingMembership> rings;
+    uint32_t shardIndex = 0;
+    uint32_t shardCount = 0;
+    PeerAddress weightsFrom;
+    bool operator==(const AssignmentInfo &) const = default;
+};
+
+struct RunInfo
+{
+    std::string modelJson;
+    std::string optimizerJson;
+    uint32_t microbatch = 0;
+    uint32_t accumulation = 0;
+    uint32_t averagingInterval = 0;
+    uint64_t seed = 0;
+    uint64_t totalSteps = 0;
+    std::string dataset;
+    std::string runId;
+    bool operator==(const RunInfo &) const = default;
+};
+
+struct Register
+{
+    std::string name;
+    std::string listenAddress;
+    std::string profileJson;
+    std::string nonce; ///< 16 random bytes
+    int64_t timestampMs = 0;
+    std::string software;
+    double uploadBytesPerSecond = 0;
+    std::string publicKeyPem; ///< must be the key of the link's certificate
+    bool operator==(const Register &) const = default;
+};
+
+struct RegisterReply
+{
+    std::string nodeId;
+    std::string certificatePem;
+    std::string caCertificatePem;
+    RunInfo run;
+    AssignmentInfo assignment;
+    uint32_t heartbeatIntervalMs = 0;
+    bool operator==(const RegisterReply &) const = default;
+};
+
+enum class NodeActivity : uint8_t { Unknown = 0, Waiting = 1, Loading = 2, Training = 3, Paused = 4, Failed = 5 };
+
+struct NodeMetrics
+{
+    double samplesPerSecond = 0;
+    uint64_t step = 0;
+    double loss = 0;
+    NodeActivity state = NodeActivity::Unknown;
+    uint64_t samplesTotal = 0;
+    double busyFraction = 0;
+    bool operator==(const NodeMetrics &) const = default;
+};
+
+struct Heartbeat
+{
+    uint64_t seq = 0;
+    uint64_t assignmentVersion = 0;
+    NodeMetrics metrics;
+    bool operator==(const Heartbeat &) const = default;
+};
+
+struct HeartbeatAck
+{
+    uint64_t seq = 0;
+    uint64_t assignmentVersion = 0;
+    bool operator==(const HeartbeatAck &) const = default;
+};
+
+struct AssignmentUpdate
+{
+    AssignmentInfo assignment;
+    bool operator==(const AssignmentUpdate &) const = default;
+};
+
+struct Leave
+{
+    std::string reason;
+    bool operator==(const Leave &) const = default;
+};
+
+enum class CoordinatorErrorCode : uint8_t {
+    Unspecified = 0,
+    BadRequest = 1,
+    Replay = 2,
+    UnknownNode = 3,
+    NotRegistered = 4,
+    Full = 5,
+    Internal = 6
+};
+
+/// A request was refused; the coordinator closes the link after sending it.
+struct CoordinatorError
+{
+    CoordinatorErrorCode code = CoordinatorErrorCode::Unspecified;
+    std::string reason;
+    bool operator==(const CoordinatorError &) const = default;
+};
+
+/// Every message a link carries.
 using Message = std::variant<Hello, HelloAck, Ping, Pong, Goodbye, Activations, Gradients, RingChunk, WeightsRequest,
-                             WeightsReply, StageError>;
+                             WeightsReply, StageError, Register, RegisterReply, Heartbeat, HeartbeatAck,
+                             AssignmentUpdate, Leave, CoordinatorError>;
 
 /// "Activations", "Hello", ...
 std::string_view messageName(const Message &message);

@@ -25,6 +25,98 @@ std::vector<std::string> listOf(const google::protobuf::RepeatedPtrField<std::st
     return {in.begin(), in.end()};
 }
 
+void toWire(const PeerAddress &in, wire::PeerAddress *out)
+{
+    out->set_node_id(in.nodeId);
+    out->set_address(in.address);
+}
+
+void toWire(const AssignmentInfo &a, wire::Assignment *w)
+{
+    w->set_version(a.version);
+    w->set_state(wire::AssignmentState(int(a.state)));
+    w->set_reason(a.reason);
+    w->set_cluster(a.cluster);
+    w->set_cluster_count(a.clusterCount);
+    w->set_stage(a.stage);
+    w->set_stages(a.stages);
+    w->set_first_layer(a.firstLayer);
+    w->set_last_layer(a.lastLayer);
+    if (!a.previous.empty())
+        toWire(a.previous, w->mutable_previous());
+    if (!a.next.empty())
+        toWire(a.next, w->mutable_next());
+    for (const auto &r : a.rings) {
+        auto *m = w->add_rings();
+        m->set_ring_id(r.ringId);
+        m->set_first_layer(r.firstLayer);
+        m->set_last_layer(r.lastLayer);
+        m->set_rank(r.rank);
+        for (const auto &p : r.members)
+            toWire(p, m->add_members());
+    }
+    w->set_shard_index(a.shardIndex);
+    w->set_shard_count(a.shardCount);
+    if (!a.weightsFrom.empty())
+        toWire(a.weightsFrom, w->mutable_weights_from());
+}
+
+void toWire(const RunInfo &r, wire::RunConfig *w)
+{
+    w->set_model_json(r.modelJson);
+    w->set_optimizer_json(r.optimizerJson);
+    w->set_microbatch(r.microbatch);
+    w->set_accumulation(r.accumulation);
+    w->set_averaging_interval(r.averagingInterval);
+    w->set_seed(r.seed);
+    w->set_total_steps(r.totalSteps);
+    w->set_dataset(r.dataset);
+    w->set_run_id(r.runId);
+}
+
+PeerAddress fromWire(const wire::PeerAddress &p) { return {p.node_id(), p.address()}; }
+
+AssignmentInfo fromWire(const wire::Assignment &w)
+{
+    AssignmentInfo a;
+    a.version = w.version();
+    a.state = AssignmentState(w.state());
+    a.reason = w.reason();
+    a.cluster = w.cluster();
+    a.clusterCount = w.cluster_count();
+    a.stage = w.stage();
+    a.stages = w.stages();
+    a.firstLayer = w.first_layer();
+    a.lastLayer = w.last_layer();
+    if (w.has_previous())
+        a.previous = fromWire(w.previous());
+    if (w.has_next())
+        a.next = fromWire(w.next());
+    for (const auto &r : w.rings()) {
+        RingMembership m{r.ring_id(), r.first_layer(), r.last_layer(), r.rank(), {}};
+        for (const auto &p : r.members())
+            m.members.push_back(fromWire(p));
+        a.rings.push_back(std::move(m));
+    }
+    a.shardIndex = w.shard_index();
+    a.shardCount = w.shard_count();
+    if (w.has_weights_from())
+        a.weightsFrom = fromWire(w.weights_from());
+    return a;
+}
+
+RunInfo fromWire(const wire::RunConfig &w)
+{
+    return {w.model_json(), w.optimizer_json(), w.microbatch(), w.accumulation(), w.averaging_interval(),
+            w.seed(),       w.total_steps(),    w.dataset(),    w.run_id()};
+}
+
+NodeMetrics fromWire(const wire::NodeMetrics &w)
+{
+    const int state = w.state() >= 0 && w.state() <= 5 ? int(w.state()) : 0; // a newer node's state: unknown
+    return {w.samples_per_second(), w.step(), w.loss(), NodeActivity(state), w.samples_total(), w.busy_fraction()};
+}
+
 struct ToEnvelope
 {
     wire::Envelope &env;
@@ -117,10 +209,62 @@ struct ToEnvelope
         s->set_microbatch_id(m.microbatchId);
         s->set_reason(m.reason);
     }
+    void operator()(const Register &m)
+    {
+        auto *r = env.mutable_registration();
+        r->set_name(m.name);
+        r->set_listen_address(m.listenAddress);
+        r->set_profile_json(m.profileJson);
+        r->set_nonce(m.nonce);
+        r->set_timestamp_ms(m.timestampMs);
+        r->set_software(m.software);
+        r->set_upload_bytes_per_second(m.uploadBytesPerSecond);
+        r->set_public_key_pem(m.publicKeyPem);
+    }
+    void operator()(const RegisterReply &m)
+    {
+        auto *r = env.mutable_registration_reply();
+        r->set_node_id(m.nodeId);
+        r->set_certificate_pem(m.certificatePem);
+        r->set_ca_certificate_pem(m.caCertificatePem);
+        toWire(m.run, r->mutable_run());
+        toWire(m.assignment, r->mutable_assignment());
+        r->set_heartbeat_interval_ms(m.heartbeatIntervalMs);
+    }
+    void operator()(const Heartbeat &m)
+    {
+        auto *h = env.mutable_heartbeat();
+        h->set_seq(m.seq);
+        h->set_assignment_version(m.assignmentVersion);
+        auto *x = h->mutable_metrics();
+        x->set_samples_per_second(m.metrics.samplesPerSecond);
+        x->set_step(m.metrics.step);
+        x->set_loss(m.metrics.loss);
+        x->set_state(wire::NodeActivity(int(m.metrics.state)));
+        x->set_samples_total(m.metrics.samplesTotal);
+        x->set_busy_fraction(m.metrics.busyFraction);
+    }
+    void operator()(const HeartbeatAck &m)
+    {
+        env.mutable_heartbeat_ack()->set_seq(m.seq);
+        env.mutable_heartbeat_ack()->set_assignment_version(m.assignmentVersion);
+    }
+    void operator()(const AssignmentUpdate &m)
+    {
+        toWire(m.assignment, env.mutable_assignment_update()->mutable_assignment());
+    }
+    void operator()(const Leave &m) { env.mutable_leave()->set_reason(m.reason); }
+    void operator()(const CoordinatorError &m)
+    {
+        env.mutable_coordinator_error()->set_code(wire::CoordinatorErrorCode(int(m.code)));
+        env.mutable_coordinator_error()->set_reason(m.reason);
+    }
 };
 
 bool validRole(int r) { return r == wire::ROLE_NODE || r == wire::ROLE_COORDINATOR; }
 bool validCompression(int c) { return c >= 0 && c <= 2; }
+// A node must not guess what a newer coordinator's state means.
+bool validAssignmentState(int s) { return s >= 0 && s <= 2; }
 
 // Strings and list lengths of one message; "" when all are within limits.
 std::string checkStrings(std::initializer_list<std::pair<const char *, const std::string *>> strings,
@@ -130,6 +274,38 @@ std::string checkStrings(std::initializer_list<std::pair<const char *, const std
         if (s->size() > limits.maxStringBytes)
             return std::string(name) + " is " + std::to_string(s->size()) + " bytes, over the limit of " +
                    std::to_string(limits.maxStringBytes);
+    return {};
+}
+
+std::string checkCount(const char *name, int count, const WireLimits &limits)
+{
+    if (uint64_t(count) > limits.maxListEntries)
+        return std::string(name) + " has " + std::to_string(count) + " entries, over the limit of " +
+               std::to_string(limits.maxListEntries);
+    return {};
+}
+
+std::string checkPeer(const wire::PeerAddress &p, const WireLimits &limits)
+{
+    return checkStrings({{"node id", &p.node_id()}, {"peer address", &p.address()}}, limits);
+}
+
+std::string checkAssignment(const wire::Assignment &a, const WireLimits &limits)
+{
+    if (auto r = checkStrings({{"reason", &a.reason()}}, limits); !r.empty())
+        return r;
+    for (const auto *p : {&a.previous(), &a.next(), &a.weights_from()})
+        if (auto r = checkPeer(*p, limits); !r.empty())
+            return r;
+    if (auto r = checkCount("rings", a.rings_size(), limits); !r.empty())
+        return r;
+    for (const auto &ring : a.rings()) {
+        if (auto r = checkCount("ring members", ring.members_size(), limits); !r.empty())
+            return r;
+        for (const auto &p : ring.members())
+            if (auto r = checkPeer(p, limits); !r.empty())
+                return r;
+    }
     return {};
 }
 
@@ -213,6 +389,30 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
             if (auto r = checkStrings({{"tensor name", &n.name()}}, limits); !r.empty())
                 return r;
         return {};
+    case E::kRegistration: {
+        // Documents (profile, certificates, model) are bounded by the header limit.
+        const auto &r = env.registration();
+        return checkStrings({{"name", &r.name()},
+                             {"listen address", &r.listen_address()},
+                             {"nonce", &r.nonce()},
+                             {"software", &r.software()},
+                             {"public key", &r.public_key_pem()}},
+                            limits);
+    }
+    case E::kRegistrationReply: {
+        const auto &r = env.registration_reply();
+        if (auto e = checkStrings(
+                {{"node id", &r.node_id()}, {"dataset", &r.run().dataset()}, {"run id", &r.run().run_id()}}, limits);
+            !e.empty())
+            return e;
+        return checkAssignment(r.assignment(), limits);
+    }
+    case E::kAssignmentUpdate:
+        return checkAssignment(env.assignment_update().assignment(), limits);
+    case E::kLeave:
+        return checkStrings({{"reason", &env.leave().reason()}}, limits);
+    case E::kCoordinatorError:
+        return checkStrings({{"reason", &env.coordinator_error().reason()}}, limits);
     default:
         return {};
     }
@@ -276,6 +476,39 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     case E::kStageError: {
         const auto &s = env.stage_error();
         return StageError{s.stage(), s.microbatch_id(), s.reason()};
+    }
+    case E::kRegistration: {
+        const auto &r = env.registration();
+        return Register{r.name(),     r.listen_address(),          r.profile_json(),  r.nonce(), r.timestamp_ms(),
+                        r.software(), r.upload_bytes_per_second(), r.public_key_pem()};
+    }
+    case E::kRegistrationReply: {
+        const auto &r = env.registration_reply();
+        if (!validAssignmentState(r.assignment().state())) {
+            reason = "the assignment has an unknown state " + std::to_string(int(r.assignment().state()));
+            return std::nullopt;
+        }
+        return RegisterReply{r.node_id(),       r.certificate_pem(),      r.ca_certificate_pem(),
+                             fromWire(r.run()), fromWire(r.assignment()), r.heartbeat_interval_ms()};
+    }
+    case E::kHeartbeat: {
+        const auto &h = env.heartbeat();
+        return Heartbeat{h.seq(), h.assignment_version(), fromWire(h.metrics())};
+    }
+    case E::kHeartbeatAck:
+        return HeartbeatAck{env.heartbeat_ack().seq(), env.heartbeat_ack().assignment_version()};
+    case E::kAssignmentUpdate:
+        if (!validAssignmentState(env.assignment_update().assignment().state())) {
+            reason = "the assignment has an unknown state " +
+                     std::to_string(int(env.assignment_update().assignment().state()));
+            return std::nullopt;
+        }
+        return AssignmentUpdate{fromWire(env.assignment_update().assignment())};
+    case E::kLeave:
+        return Leave{env.leave().reason()};
+    case E::kCoordinatorError: {
+        const auto &c = env.coordinator_error();
+        return CoordinatorError{CoordinatorErrorCode(std::clamp(int(c.code()), 0, 6)), c.reason()};
     }
     case E::BODY_NOT_SET:
         break;

@@ -61,8 +61,8 @@ void NetStageTransport::beginRun()
 
 bool NetStageTransport::neighboursUp() const
 {
-    std::lock_guard lock(m_mutex);
-    return m_upPrevious && m_upNext;
+    // Ask the mesh rather than our flags: a link may have opened before we were told.
+    return (m_previous.empty() || m_mesh.isUp(m_previous)) && (m_next.empty() || m_mesh.isUp(m_next));
 }
 
 void NetStageTransport::deliver(const std::string &peer, net::Message &&message)

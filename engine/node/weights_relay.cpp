@@ -94,13 +94,14 @@ void WeightsRelay::deliver(const std::string &peer, net::Message &&message)
     }
 }
 
-std::optional<std::vector<NamedTensor>> WeightsRelay::gatherPipeline(int stages, std::chrono::milliseconds timeout)
+std::optional<std::vector<NamedTensor>> WeightsRelay::gatherPipeline(int stages, std::chrono::milliseconds timeout,
+                                                                     uint64_t minVersion)
 {
     std::vector<NamedTensor> all;
     uint64_t id;
     {
         std::lock_guard lock(m_mutex);
-        if (!m_hasSnapshot)
+        if (!m_hasSnapshot || m_version < minVersion)
             return std::nullopt;
         all = m_snapshot;
         id = m_nextRequest++;
@@ -118,6 +119,9 @@ std::optional<std::vector<NamedTensor>> WeightsRelay::gatherPipeline(int stages,
     lock.unlock();
     if (!complete)
         return std::nullopt;
+    for (const auto &r : replies)
+        if (r.weightVersion < minVersion)
+            return std::nullopt; // a stage has not finished yet: ask again later
     std::sort(replies.begin(), replies.end(), [](const auto &a, const auto &b) { return a.stage < b.stage; });
     for (const auto &r : replies)
         for (const auto &t : r.tensors)

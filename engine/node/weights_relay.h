@@ -42,8 +42,10 @@ public:
     void deliver(const std::string &peer, net::Message &&message);
 
     /// Root: this stage's snapshot plus every stage's below, in layer order; nullopt when
-    /// not all `stages` answered within `timeout`.
-    std::optional<std::vector<NamedTensor>> gatherPipeline(int stages, std::chrono::milliseconds timeout);
+    /// not all `stages` answered within `timeout` with a snapshot of at least `minVersion`
+    /// (the root's own included).
+    std::optional<std::vector<NamedTensor>> gatherPipeline(int stages, std::chrono::milliseconds timeout,
+                                                           uint64_t minVersion = 0);
     /// The named tensors from `peer`'s snapshot; nullopt on timeout or when it lacks one.
     std::optional<std::vector<NamedTensor>> fetch(const std::string &peer, const std::vector<std::string> &names,
                                                   std::chrono::milliseconds timeout);

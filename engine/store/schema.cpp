@@ -62,6 +62,57 @@ const std::array<std::function<void(Database &)>, kSchemaVersion> kMigrations = 
             CREATE INDEX device_profiles_by_key ON device_profiles (hardware_key, measured_at);
         )sql");
     },
+    // 3: the coordinator (engine/coord/coordinator_store.cpp): volunteers, runs, their
+    // plan and assignments, metrics, and recently seen registration nonces. IF NOT EXISTS:
+    // a database rolled back to an older version by hand may still have them.
+    [](Database &db) {
+        db.exec(R"sql(
+            CREATE TABLE IF NOT EXISTS coord_volunteers (
+                node_id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                listen_address TEXT NOT NULL,
+                profile TEXT NOT NULL,
+                upload_bytes_per_second REAL NOT NULL,
+                certificate TEXT NOT NULL,
+                software TEXT NOT NULL,
+                first_seen_at INTEGER NOT NULL,
+                last_seen_at INTEGER NOT NULL,
+                presence TEXT NOT NULL
+            );
+            CREATE TABLE IF NOT EXISTS coord_runs (
+                id TEXT PRIMARY KEY,
+                created_at INTEGER NOT NULL,
+                config TEXT NOT NULL,
+                plan TEXT NOT NULL DEFAULT '',
+                updated_at INTEGER NOT NULL
+            );
+            CREATE TABLE IF NOT EXISTS coord_assignments (
+                run_id TEXT NOT NULL REFERENCES coord_runs (id) ON DELETE CASCADE,
+                node_id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                assignment TEXT NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (run_id, node_id)
+            );
+            CREATE TABLE IF NOT EXISTS coord_metrics (
+                node_id TEXT NOT NULL,
+                at INTEGER NOT NULL,
+                step INTEGER NOT NULL,
+                samples_per_second REAL NOT NULL,
+                loss REAL NOT NULL,
+                samples_total INTEGER NOT NULL,
+                busy_fraction REAL NOT NULL,
+                activity TEXT NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS coord_metrics_by_node ON coord_metrics (node_id, at);
+            CREATE TABLE IF NOT EXISTS coord_nonces (
+                nonce BLOB PRIMARY KEY,
+                node_id TEXT NOT NULL,
+                seen_at INTEGER NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS coord_nonces_by_time ON coord_nonces (seen_at);
+        )sql");
+    },
 };
 
 bool hasSqliteHeader(const fs::path &path)

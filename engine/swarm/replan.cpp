@@ -9,6 +9,8 @@
 namespace rookery::swarm {
 namespace {
 
+constexpr int kDeparted = -2; // in no cluster and not waiting either
+
 int clusterCount(const std::vector<int> &clusterOf)
 {
     int k = 0;
@@ -85,7 +87,9 @@ Replan planLeave(const std::vector<Capacity> &v, std::vector<int> clusterOf, siz
         throw Error("re-plan: volunteer " + std::to_string(gone) + " is not in the plan");
     const std::vector<int> before = clusterOf;
     const int cluster = clusterOf[gone];
-    clusterOf[gone] = -1;
+    // Out of reach while the orphans are placed: place() forms new clusters from the
+    // waiting volunteers (-1), and one that has left must not be among them.
+    clusterOf[gone] = kDeparted;
     if (cluster >= 0 && membersOf(clusterOf, cluster) > 0 &&
         !evaluate(v, clusterOf, d).clusterFeasible[size_t(cluster)]) {
         std::vector<size_t> orphans;
@@ -99,6 +103,7 @@ Replan planLeave(const std::vector<Capacity> &v, std::vector<int> clusterOf, siz
             if (clusterOf[i] == -1)
                 place(v, clusterOf, i, d);
     }
+    clusterOf[gone] = -1;
     return {evaluate(v, clusterOf, d), movedBetween(before, clusterOf, gone)};
 }
 

@@ -63,6 +63,8 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
             if (in->round >= round)
                 break; // older rounds' leftovers are skipped
         }
+        if (in->round > round)
+            result.newerRound = in->round;
         if (in->round != round || in->step != step || in->chunk != recvChunk) {
             result.error = "ring round " + std::to_string(round) + ": out-of-step chunk (round " +
                            std::to_string(in->round) + ", step " + std::to_string(in->step) + ", chunk " +

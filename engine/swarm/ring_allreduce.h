@@ -38,6 +38,9 @@ struct RingResult
     std::string error;     ///< why not complete
     uint64_t bytesSent = 0;
     double seconds = 0;
+    /// When a neighbour was already in a later round: that round, so the caller can
+    /// catch up (a member that was away restarts at an older round); else 0.
+    uint64_t newerRound = 0;
 };
 
 /// Averages `values` in place with the other `size` members of a ring, as the

@@ -160,12 +160,193 @@ SwarmPlan completePlan(const PlanModel &m, const std::vector<PlanVolunteer> &v, 
     return plan;
 }
 
+namespace {
+
+// The real speed of a cluster: its best pipeline, cut once per member set. Zero when it
+// cannot hold the model, by the search's measure or by the partitioner's.
+class PipelineSpeeds
+{
+public:
+    PipelineSpeeds(const PlanModel &m, const std::vector<PlanVolunteer> &v, const ModelDemand &d)
+        : m_model(m)
+        , m_volunteers(v)
+        , m_demand(d)
+    { }
+
+    double operator()(std::vector<size_t> members)
+    {
+        if (members.empty())
+            return 0;
+        std::sort(members.begin(), members.end());
+        if (const auto it = m_memo.find(members); it != m_memo.end())
+            return it->second;
+        std::vector<Capacity> caps;
+        for (size_t i : members)
+            caps.push_back(m_volunteers[i].capacity);
+        double speed = 0;
+        if (clusterSpeed(caps, m_demand) > 0) { // completePlan only cuts what the search calls feasible
+            try {
+                speed = planPipeline(m_model, m_volunteers, members).samplesPerSecond;
+            } catch (const Error &) { }
+        }
+        m_memo.emplace(std::move(members), speed);
+        return speed;
+    }
+
+private:
+    const PlanModel &m_model;
+    const std::vector<PlanVolunteer> &m_volunteers;
+    const ModelDemand &m_demand;
+    std::map<std::vector<size_t>, double> m_memo;
+};
+
+// The swarm's speed (working clusters x the slowest), and how many clusters share that
+// slowest speed: with volunteers of few kinds many clusters tie, and raising one of
+// them is progress even though the speed moves only once the last one is raised.
+struct SwarmScore
+{
+    double speed = 0;
+    int atSlowest = 0;
+    bool betterThan(const SwarmScore &o) const
+    {
+        return speed > o.speed * (1 + 1e-9) || (speed >= o.speed * (1 - 1e-9) && atSlowest < o.atSlowest);
+    }
+};
+
+SwarmScore scoreOf(const std::vector<double> &speeds)
+{
+    double slowest = std::numeric_limits<double>::infinity();
+    int working = 0;
+    for (double s : speeds)
+        if (s > 0) {
+            ++working;
+            slowest = std::min(slowest, s);
+        }
+    SwarmScore score{working ? working * slowest : 0, 0};
+    for (double s : speeds)
+        score.atSlowest += s > 0 && s <= slowest * (1 + 1e-9);
+    return score;
+}
+
+// The genetic search scores clusters with a closed-form estimate, and the pipelines the
+// partitioner then cuts can run far from it: a slow uplink costs nothing on a last stage
+// that sends no gradient back, and a cluster with the memory in total may have no cut
+// that fits its members. So after the search, this moves and swaps members between the
+// slowest working cluster and the fastest (or idle) others, scored by the real cuts,
+// while the swarm's speed (clusters x slowest) rises, or fewer clusters share the slowest.
+std::vector<int> balanceWithPipelines(const PlanModel &m, const std::vector<PlanVolunteer> &v, const ModelDemand &d,
+                                      std::vector<int> clusterOf)
+{
+    PipelineSpeeds speedOf(m, v, d);
+    int k = 0;
+    for (int c : clusterOf)
+        k = std::max(k, c + 1);
+    std::vector<std::vector<size_t>> members(static_cast<size_t>(k));
+    for (size_t i = 0; i < clusterOf.size(); ++i)
+        if (clusterOf[i] >= 0)
+            members[size_t(clusterOf[i])].push_back(i);
+    std::vector<double> speed(static_cast<size_t>(k));
+    for (int c = 0; c < k; ++c)
+        speed[size_t(c)] = speedOf(members[size_t(c)]);
+    // A cluster with no cut that fits sheds the member whose leaving lets the others
+    // work; the shed wait (in a pool the balancing below may draw on).
+    members.emplace_back();
+    speed.push_back(0);
+    const size_t pool = size_t(k);
+    for (size_t c = 0; c < pool; ++c)
+        while (speed[c] == 0 && members[c].size() > 1) {
+            size_t shed = members[c].size();
+            double best = 0;
+            for (size_t a = 0; a < members[c].size(); ++a) {
+                auto rest = members[c];
+                rest.erase(rest.begin() + long(a));
+                if (const double s = speedOf(rest); s > best) {
+                    best = s;
+                    shed = a;
+                }
+            }
+            if (shed == members[c].size())
+                break;
+            members[pool].push_back(members[c][shed]);
+            members[c].erase(members[c].begin() + long(shed));
+            speed[c] = best;
+        }
+    for (int round = 0; round < std::min(4 * k, 400); ++round) {
+        int slow = -1;
+        for (int c = 0; c < k; ++c) // the pool (k) is never a cluster to raise
+            if (speed[size_t(c)] > 0 && (slow < 0 || speed[size_t(c)] < speed[size_t(slow)]))
+                slow = c;
+        if (slow < 0)
+            break;
+        // Donors: idle clusters first (their members are spare), then the fastest.
+        std::vector<int> donors;
+        for (int c = 0; c <= k; ++c)
+            if (c != slow && !members[size_t(c)].empty())
+                donors.push_back(c);
+        std::stable_sort(donors.begin(), donors.end(), [&](int a, int b) {
+            const double sa = speed[size_t(a)], sb = speed[size_t(b)];
+            return (sa == 0) != (sb == 0) ? sa == 0 : sa > sb;
+        });
+        donors.resize(std::min<size_t>(donors.size(), 8));
+        SwarmScore best = scoreOf(speed);
+        int bestDonor = -1;
+        std::vector<size_t> bestSlow, bestDonorMembers;
+        const auto &ms = members[size_t(slow)];
+        for (int donor : donors) {
+            const auto &md = members[size_t(donor)];
+            auto consider = [&](std::vector<size_t> ns, std::vector<size_t> nd) {
+                const double s = speedOf(ns), t = size_t(donor) == pool ? 0 : speedOf(nd);
+                if (s <= 0 || (speed[size_t(donor)] > 0 && !nd.empty() && t <= 0))
+                    return; // never break a working cluster
+                auto trial = speed;
+                trial[size_t(slow)] = s;
+                trial[size_t(donor)] = t;
+                if (const SwarmScore score = scoreOf(trial); score.betterThan(best)) {
+                    best = score;
+                    bestDonor = donor;
+                    bestSlow = std::move(ns);
+                    bestDonorMembers = std::move(nd);
+                }
+            };
+            for (size_t a = 0; a < md.size(); ++a) {
+                if (int(ms.size()) < d.maxStages) {
+                    auto ns = ms, nd = md;
+                    ns.push_back(md[a]);
+                    nd.erase(nd.begin() + long(a));
+                    consider(std::move(ns), std::move(nd));
+                }
+                for (size_t b = 0; b < ms.size(); ++b) {
+                    auto ns = ms, nd = md;
+                    std::swap(ns[b], nd[a]);
+                    consider(std::move(ns), std::move(nd));
+                }
+            }
+        }
+        if (bestDonor < 0)
+            break;
+        members[size_t(slow)] = std::move(bestSlow);
+        members[size_t(bestDonor)] = std::move(bestDonorMembers);
+        speed[size_t(slow)] = speedOf(members[size_t(slow)]);
+        speed[size_t(bestDonor)] = size_t(bestDonor) == pool ? 0 : speedOf(members[size_t(bestDonor)]);
+    }
+    for (int c = 0; c < k; ++c)
+        for (size_t i : members[size_t(c)])
+            clusterOf[i] = c;
+    for (size_t i : members[pool])
+        clusterOf[i] = -1;
+    return clusterOf;
+}
+
+} // namespace
+
 SwarmPlan planSwarm(const PlanModel &m, const std::vector<PlanVolunteer> &v, const FormationOptions &options)
 {
     std::vector<Capacity> capacities;
     for (const auto &x : v)
         capacities.push_back(x.capacity);
-    return completePlan(m, v, formClusters(capacities, demandOf(m), options));
+    const ModelDemand demand = demandOf(m);
+    const Clustering searched = formClusters(capacities, demand, options);
+    return completePlan(m, v, evaluate(capacities, balanceWithPipelines(m, v, demand, searched.clusterOf), demand));
 }
 
 } // namespace rookery::swarm

@@ -213,7 +213,13 @@ private Q_SLOTS:
         QVERIFY(test::waitUntil([&] { return log->messageCount() == 1; }));
         QVERIFY(test::sameMessage(echo, log->takeMessages()[0]));
         QVERIFY(link->stats().bytesSent < 64 * 64 * 3); // went as 16-bit values
-        link->close();
+        // Goodbye: the reason of a graceful close reaches the other side.
+        const size_t closedBefore = m_serverLog->closedCount();
+        link->close("compression test done");
+        QVERIFY(test::waitUntil([&] { return m_serverLog->closedCount() == closedBefore + 1; }));
+        const auto c = m_serverLog->lastClose();
+        QVERIFY2(c.clean && c.reason.find("the peer said goodbye: compression test done") != std::string::npos,
+                 c.reason.c_str());
     }
 
     void refusedPeers_data()

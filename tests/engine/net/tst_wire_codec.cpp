@@ -282,6 +282,17 @@ private Q_SLOTS:
         badHello.mutable_hello()->set_max_version(1);
         badHello.mutable_hello()->set_role(wire::ROLE_NODE);
         row("inverted version range", frameOf(badHello), WireError::MalformedHeader, "version");
+        wire::Envelope futureState;
+        futureState.mutable_assignment_update()->mutable_assignment()->set_state(wire::AssignmentState(7));
+        row("unknown assignment state", frameOf(futureState), WireError::MalformedHeader, "unknown state 7");
+        wire::Envelope hugeRing;
+        auto *ring = hugeRing.mutable_assignment_update()->mutable_assignment()->add_rings();
+        for (int i = 0; i < 5000; ++i)
+            ring->add_members()->set_node_id("n");
+        row("too many ring members", frameOf(hugeRing), WireError::LimitExceeded, "ring members");
+        wire::Envelope longName;
+        longName.mutable_registration()->set_name(std::string(5000, 'x'));
+        row("long node name", frameOf(longName), WireError::LimitExceeded, "name");
     }
 
     void malformedFramesAreRefused()

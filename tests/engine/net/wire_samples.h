@@ -51,6 +51,32 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(WeightsReply{5, 2, 17, {{"3.weight", floatTensor({4, 3}, 0.5f)}, {"3.bias", floatTensor({4}, 0.1f)}}});
     m.push_back(WeightsReply{6, 2, 17, {}});
     m.push_back(StageError{2, 7, "out of memory"});
+    // Coordinator messages.
+    AssignmentInfo a;
+    a.version = 4;
+    a.state = AssignmentState::Training;
+    a.reason = "joined cluster 1";
+    a.cluster = 1;
+    a.clusterCount = 3;
+    a.stage = 1;
+    a.stages = 2;
+    a.firstLayer = 2;
+    a.lastLayer = 5;
+    a.previous = {"aa11", "10.0.0.1:7401"};
+    a.rings = {RingMembership{(uint64_t(2) << 32) | 5, 2, 5, 1, {{"bb22", "10.0.0.2:7401"}, {"cc33", "[::1]:7401"}}}};
+    a.shardIndex = 1;
+    a.shardCount = 3;
+    a.weightsFrom = {"bb22", "10.0.0.2:7401"};
+    const RunInfo run{"{\"name\":\"mlp\"}", "{\"kind\":\"sgd\"}", 64, 2, 10, 7, 1000, "fashion-mnist", "run-1"};
+    m.push_back(Register{"laptop", "0.0.0.0:7401", "{\"cpu_model\":\"x\"}", std::string(16, '\x5a'), 1714000000123, "t",
+                         12.5e6, "-----BEGIN PUBLIC KEY-----"});
+    m.push_back(RegisterReply{"dd44", "-----BEGIN CERTIFICATE-----", "-----BEGIN CERTIFICATE-----", run, a, 1000});
+    m.push_back(Heartbeat{9, 4, {123.5, 77, 0.25, NodeActivity::Training, 4928, 0.75}});
+    m.push_back(HeartbeatAck{9, 5});
+    m.push_back(AssignmentUpdate{a});
+    m.push_back(AssignmentUpdate{AssignmentInfo{}});
+    m.push_back(Leave{"shutting down"});
+    m.push_back(CoordinatorError{CoordinatorErrorCode::Replay, "the registration nonce was seen before"});
     return m;
 }
 

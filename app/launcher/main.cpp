@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// rookery-local-swarm: a coordinator and N nodes on this machine, supervised.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <regex>
+
+#include "engine/common/arg_parser.h"
+#include "engine/common/error.h"
+#include "engine/common/paths.h"
+#include "engine/node/local_swarm.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void onSignal(int) { g_stop.store(true); }
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    using namespace rookery;
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    node::LocalSwarmSettings s;
+    std::string workDir = (defaultDataDir() / "local-swarm").string();
+    std::string datasetDir = defaultFashionMnistDir().string();
+    std::string model = "mlp", optimizer = "sgd";
+    int64_t steps = 600, interval = 10, microbatch = 64, seed = 1;
+    double lr = 0.05;
+    int cores = 1;
+    bool fresh = false, quiet = false;
+    ArgParser p("rookery-local-swarm",
+                "Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
+                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
+                "checkpoints. Exits when the run is complete.");
+    p.option("nodes", "N", "nodes to start", &s.nodes, 1, 64);
+    p.option("cluster-size", "N", "pipeline stages per cluster (0: let the planner decide)", &s.clusterSize, 0, 16);
+    p.option("work-dir", "DIR", "data directories of the coordinator and nodes", &workDir);
+    p.option("dataset-dir", "DIR", "Fashion-MNIST's .gz files", &datasetDir);
+    p.choice("model", "model to train", &model, {"mlp", "cnn"});
+    p.choice("optimizer", "optimizer", &optimizer, {"sgd", "adamw"});
+    p.option("lr", "RATE", "learning rate", &lr, 1e-6, 10);
+    p.option("steps", "N", "optimizer steps to train", &steps, 1, int64_t(1) << 40);
+    p.option("averaging-interval", "N", "optimizer steps between ring averagings", &interval, 1, 1 << 20);
+    p.option("microbatch", "N", "samples per microbatch", &microbatch, 1, 4096);
+    p.option("seed", "N", "random seed of the run", &seed, 0, INT64_MAX);
+    p.option("cores-per-node", "N", "cores each node may use", &cores, 1, 256);
+    p.flag("fresh", "delete the work directory first (a new run)", &fresh);
+    p.flag("quiet", "print only the nodes' main events, not their progress lines", &quiet);
+    p.epilog("Example:\n  rookery-local-swarm --nodes 4 --cluster-size 2    two clusters of two pipeline stages\n\n"
+             "Ctrl-C stops every process; each node checkpoints first.");
+    try {
+        if (p.parse(argc, argv) != ArgParser::Outcome::Run)
+            return 0;
+    } catch (const Error &e) {
+        std::fprintf(stderr, "rookery-local-swarm: %s\n", e.what());
+        return 2;
+    }
+    s.workDir = workDir;
+    s.datasetDir = datasetDir;
+    s.coordinatorArgs = {"--model",
+                         model,
+                         "--optimizer",
+                         optimizer,
+                         "--lr",
+                         std::to_string(lr),
+                         "--steps",
+                         std::to_string(steps),
+                         "--averaging-interval",
+                         std::to_string(interval),
+                         "--microbatch",
+                         std::to_string(microbatch),
+                         "--seed",
+                         std::to_string(seed),
+                         "--first-plan-delay-ms",
+                         "1500"};
+    s.nodeArgs = {"--max-cores", std::to_string(cores)};
+
+    struct sigaction sa = {};
+    sa.sa_handler = onSignal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+
+    std::map<std::string, std::string> finalAccuracy;
+    const std::regex done(R"(^done: cluster (\d+) at step (\d+): test accuracy ([0-9.]+)%)");
+    try {
+        if (fresh)
+            std::filesystem::remove_all(workDir);
+        node::LocalSwarm swarm(s, [&](const std::string &who, const std::string &line) {
+            std::smatch m;
+            if (std::regex_search(line, m, done))
+                finalAccuracy["cluster " + m[1].str()] = m[3].str() + "%";
+            if (quiet && line.rfind("step ", 0) == 0)
+                return;
+            if (line.rfind("info ", 0) == 0)
+                return; // the log's copy of what the programs print themselves
+            std::printf("[%s] %s\n", who.c_str(), line.c_str());
+        });
+        std::printf("starting a coordinator and %d nodes in %s\n", s.nodes, workDir.c_str());
+        swarm.start();
+        std::printf("coordinator at %s\n", swarm.address().c_str());
+        while (!g_stop.load() && swarm.poll(std::chrono::milliseconds(200))) { }
+        if (g_stop.load())
+            std::printf("stopping: each node checkpoints first\n");
+        swarm.stop();
+        const auto codes = swarm.nodeExitCodes();
+        bool allDone = !g_stop.load();
+        for (int c : codes)
+            allDone = allDone && c == 0;
+        for (const auto &[cluster, acc] : finalAccuracy)
+            std::printf("final test accuracy, %s: %s\n", cluster.c_str(), acc.c_str());
+        std::printf(allDone ? "the run is complete\n" : "stopped; run the same command to resume\n");
+        return allDone || g_stop.load() ? 0 : 1;
+    } catch (const Error &e) {
+        std::fprintf(stderr, "rookery-local-swarm: error: %s\n", e.what());
+        return 1;
+    }
+}

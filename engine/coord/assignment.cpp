@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/coord/assignment.h"
+
+#include "engine/common/error.h"
+
+namespace rookery::coord {
+
+std::string_view assignmentStateName(AssignmentState state)
+{
+    switch (state) {
+    case AssignmentState::Waiting:
+        return "waiting";
+    case AssignmentState::Training:
+        return "training";
+    case AssignmentState::Stopped:
+        return "stopped";
+    }
+    return "?";
+}
+
+std::string_view nodeActivityName(NodeActivity activity)
+{
+    switch (activity) {
+    case NodeActivity::Unknown:
+        return "unknown";
+    case NodeActivity::Waiting:
+        return "waiting";
+    case NodeActivity::Loading:
+        return "loading";
+    case NodeActivity::Training:
+        return "training";
+    case NodeActivity::Paused:
+        return "paused";
+    case NodeActivity::Failed:
+        return "failed";
+    }
+    return "?";
+}
+
+bool Assignment::samePlacement(const Assignment &o) const
+{
+    return state == o.state && cluster == o.cluster && clusterCount == o.clusterCount && stage == o.stage &&
+           stages == o.stages && firstLayer == o.firstLayer && lastLayer == o.lastLayer && previous == o.previous &&
+           next == o.next && rings == o.rings && shard.index == o.shard.index && shard.count == o.shard.count &&
+           weightsFrom == o.weightsFrom && reason == o.reason;
+}
+
+bool Assignment::operator==(const Assignment &o) const { return version == o.version && samePlacement(o); }
+
+std::string Assignment::describe() const
+{
+    std::string s(assignmentStateName(state));
+    if (state == AssignmentState::Training) {
+        s += ": cluster " + std::to_string(cluster) + "/" + std::to_string(clusterCount) + ", stage " +
+             std::to_string(stage) + "/" + std::to_string(stages) + ", layers [" + std::to_string(firstLayer) + "," +
+             std::to_string(lastLayer) + "), " + std::to_string(rings.size()) +
+             (rings.size() == 1 ? " ring" : " rings") + ", shard " + std::to_string(shard.index) + "/" +
+             std::to_string(shard.count);
+        if (!weightsFrom.empty())
+            s += ", weights from " + weightsFrom.nodeId.substr(0, 12);
+    } else if (!reason.empty()) {
+        s += ": " + reason;
+    }
+    return s + " (v" + std::to_string(version) + ")";
+}
+
+void validate(const RunConfig &run)
+{
+    if (run.microbatch < 1)
+        throw Error("run: the microbatch must be at least 1, not " + std::to_string(run.microbatch));
+    if (run.accumulation < 1)
+        throw Error("run: accumulation must be at least 1, not " + std::to_string(run.accumulation));
+    if (run.averagingInterval < 1)
+        throw Error("run: the averaging interval must be at least 1 step, not " +
+                    std::to_string(run.averagingInterval));
+    if (run.totalSteps < 0)
+        throw Error("run: total steps cannot be negative");
+    if (run.dataset != "fashion-mnist")
+        throw Error("run: unknown dataset '" + run.dataset + "' (known: fashion-mnist)");
+    model::validate(run.model);
+    train::validate(run.optimizer);
+}
+
+} // namespace rookery::coord

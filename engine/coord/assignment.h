@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What the coordinator tells a node: the run it trains and its place in the swarm.
+// Plain values, free of LibTorch, Boost and the wire schema, for engine/node and the UI.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/data/epoch_sampler.h"
+#include "engine/model/model_spec.h"
+#include "engine/train/optimizer_config.h"
+
+namespace rookery::coord {
+
+/// Another node as this node reaches it: its id (the SHA-256 of its public key, which
+/// its CA-signed certificate proves) and the "host:port" of its peer listener. Empty
+/// (no node id) when unset.
+struct PeerRef
+{
+    std::string nodeId;
+    std::string address;
+    bool empty() const { return nodeId.empty(); }
+    bool operator==(const PeerRef &) const = default;
+};
+
+/// A ring that averages layers [firstLayer, lastLayer) over all clusters: its members
+/// hold those layers, one per cluster, in ring order.
+struct RingRef
+{
+    uint64_t ringId = 0; ///< (firstLayer << 32) | lastLayer
+    size_t firstLayer = 0;
+    size_t lastLayer = 0;
+    size_t rank = 0; ///< this node's position in `members`
+    std::vector<PeerRef> members;
+    bool operator==(const RingRef &) const = default;
+};
+
+enum class AssignmentState {
+    Waiting,  ///< registered, in no working cluster yet: stay connected, train nothing
+    Training, ///< run the stage below
+    Stopped,  ///< the run is over or this node was let go: stop training
+};
+
+/// "waiting", "training", "stopped".
+std::string_view assignmentStateName(AssignmentState state);
+
+/// One node's place in the swarm. A node trains layers [firstLayer, lastLayer) as
+/// stage `stage` of `stages` in cluster `cluster`'s pipeline, receives activations from
+/// `previous` (none for the first stage) and sends them to `next` (none for the last),
+/// averages its parameters over `rings` every averaging interval, and reads data shard
+/// `shard`. When `weightsFrom` is set the node takes over layers it did not hold: it
+/// fetches their current weights from that peer (WeightsRequest) before training.
+///
+/// Thread safety: a plain value.
+struct Assignment
+{
+    uint64_t version = 0; ///< grows by one with every change; heartbeats echo it
+    AssignmentState state = AssignmentState::Waiting;
+    std::string reason; ///< for people: "waiting: the volunteers cannot hold the model yet"
+    int cluster = -1;   ///< -1: in no cluster
+    int clusterCount = 0;
+    int stage = 0;
+    int stages = 0;
+    size_t firstLayer = 0;
+    size_t lastLayer = 0;
+    PeerRef previous;
+    PeerRef next;
+    std::vector<RingRef> rings;
+    data::Shard shard;
+    PeerRef weightsFrom;
+
+    bool isTraining() const { return state == AssignmentState::Training; }
+    bool isFirstStage() const { return stage == 0; }
+    bool isLastStage() const { return stage + 1 == stages; }
+    /// The same placement, whatever the version: what a node compares to know whether
+    /// it must rebuild its stage.
+    bool samePlacement(const Assignment &other) const;
+    /// "training: cluster 2/5, stage 1/3, layers [2,5), 1 ring, shard 2/5 (v7)".
+    std::string describe() const;
+    bool operator==(const Assignment &) const;
+};
+
+/// The operator's run, as every node trains it.
+///
+/// Thread safety: a plain value.
+struct RunConfig
+{
+    std::string runId;
+    model::ModelSpec model;
+    train::OptimizerConfig optimizer;
+    int64_t microbatch = 64;
+    int64_t accumulation = 1;       ///< microbatches per optimizer step
+    int64_t averagingInterval = 10; ///< optimizer steps between ring averagings
+    uint64_t seed = 1;
+    int64_t totalSteps = 10000;
+    std::string dataset = "fashion-mnist";
+    bool operator==(const RunConfig &) const = default;
+};
+
+/// Throws rookery::Error naming the first bad field.
+void validate(const RunConfig &run);
+
+/// What a node learns when it registers.
+struct Registration
+{
+    std::string nodeId;           ///< ours, as the coordinator saw it
+    std::string certificatePem;   ///< our certificate, signed by the swarm CA: present it to peers
+    std::string caCertificatePem; ///< the swarm CA: trust it (and nothing else) for peers
+    RunConfig run;
+    Assignment assignment;
+    std::chrono::milliseconds heartbeatInterval{1000};
+};
+
+/// What a node is doing, as it reports it in heartbeats.
+enum class NodeActivity { Unknown, Waiting, Loading, Training, Paused, Failed };
+
+std::string_view nodeActivityName(NodeActivity activity);
+
+/// A node's latest figures, sent with every heartbeat.
+struct NodeReport
+{
+    double samplesPerSecond = 0; ///< through this node's stage, recent average
+    int64_t step = 0;            ///< optimizer steps done
+    double loss = 0;             ///< the last stage's recent loss (0 elsewhere)
+    NodeActivity activity = NodeActivity::Unknown;
+    int64_t samplesTotal = 0;
+    double busyFraction = 0; ///< share of wall time spent computing, 0..1
+    bool operator==(const NodeReport &) const = default;
+};
+
+} // namespace rookery::coord

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/coord/assignment.h"
+#include "engine/coord/plan_state.h"
+
+namespace rookery::coord {
+
+/// Turns the planner's placements into the assignments nodes receive: node ids get the
+/// addresses nodes registered, clusters their data shard, and a node that takes over
+/// layers it did not hold in `previous` is told where to fetch them (`weightsFrom`):
+/// the node that held most of those layers, preferring its own cluster, then the
+/// smaller node id. Versions are left at 0 for the caller to number.
+///
+/// Thread safety: reentrant.
+std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> &placements,
+                                                   const std::map<std::string, std::string> &addresses,
+                                                   const std::map<std::string, Assignment> &previous);
+
+} // namespace rookery::coord

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/coord/assignment.h"
+#include "engine/net/coordinator_address.h"
+
+namespace rookery::coord {
+
+/// Everything rookery-coordinator can be told. Defaults suit a swarm on the Internet;
+/// tests shorten the timeouts.
+struct CoordinatorSettings
+{
+    std::filesystem::path dataDir;     ///< CA, keys, certificate and rookery.db live here
+    std::string swarmName = "rookery"; ///< the CA's name
+    std::string bindAddress = "0.0.0.0";
+    /// The host in the printed address; empty: the bind address, or this machine's
+    /// host name when binding to every interface.
+    std::string publicHost;
+    uint16_t port = 7400;       ///< node links (TLS WebSocket); 0: ephemeral
+    uint16_t statusPort = 7401; ///< the HTTPS status API; 0: ephemeral
+    RunConfig run;              ///< the operator's run (its id is chosen by the coordinator)
+
+    std::chrono::milliseconds heartbeatInterval{1000};
+    std::chrono::milliseconds heartbeatTimeout{5000}; ///< no heartbeat for this long: lost
+    /// A lost node keeps its assignment this long, so a quick restart resumes its stage;
+    /// then it is re-planned away.
+    std::chrono::milliseconds rejoinGrace{15'000};
+    /// The grace for nodes after the coordinator itself restarts: they come back at
+    /// their reconnection back-off, which grows to 30 s.
+    std::chrono::milliseconds restartGrace{60'000};
+    /// Once the volunteers can hold the model, wait this long for more to arrive before
+    /// the first plan, so that a crowd registering together is planned together.
+    std::chrono::milliseconds firstPlanDelay{3000};
+    std::chrono::milliseconds planInterval{250}; ///< membership changes are planned in batches at most this often
+    std::chrono::milliseconds statusFeedInterval{1000};
+    std::chrono::milliseconds metricsInterval{10'000}; ///< how often node figures are written to the database
+    std::chrono::hours metricsRetention{24 * 7};
+
+    size_t maxNodes = 10'000;
+    int ioThreads = 2;
+    int planPopulation = 40;   ///< genetic search: individuals
+    int planGenerations = 120; ///< genetic search: generations
+};
+
+/// Counters for logs, status and benchmarks.
+struct CoordinatorCounters
+{
+    uint64_t registrations = 0;
+    uint64_t refusals = 0;
+    uint64_t heartbeats = 0;
+    uint64_t assignmentPushes = 0;
+    uint64_t planRounds = 0;
+    size_t nodesOnline = 0;
+    size_t nodesKnown = 0;
+    bool planned = false;
+};
+
+/// The coordinator service: where a swarm meets. It accepts node links (TLS WebSocket,
+/// PeerCheck::AnyCertificate: a node's id is the key its certificate proves), registers
+/// volunteers and signs their certificates with the swarm CA, plans clusters, pipelines,
+/// shards and rings with engine/swarm, re-plans as nodes join and leave, and serves its
+/// status over HTTPS. Its state lives in <dataDir>/rookery.db and comes back after a
+/// restart: nodes reconnect, re-register with the same identity and keep their
+/// assignments.
+///
+/// Thread safety: all methods may be called from any thread.
+class Coordinator
+{
+public:
+    /// Loads or creates the data directory's keys and database, restores the state and
+    /// starts listening. Throws rookery::Error naming what is wrong (a port in use, a
+    /// damaged database, an invalid run).
+    explicit Coordinator(CoordinatorSettings settings);
+    ~Coordinator();
+    Coordinator(const Coordinator &) = delete;
+    Coordinator &operator=(const Coordinator &) = delete;
+
+    /// Stops listening, closes every link (nodes then reconnect with back-off), writes
+    /// what is pending to the database. Idempotent.
+    void stop();
+
+    /// wss://host:port/#sha256=<certificate fingerprint>: what nodes are given.
+    std::string address() const;
+    net::CoordinatorAddress coordinatorAddress() const;
+    uint16_t port() const;
+    uint16_t statusPort() const;
+    const std::string &certificatePem() const;
+    const std::string &caCertificatePem() const;
+    const RunConfig &run() const;
+
+    /// The document GET /v1/status serves.
+    std::string statusJson() const;
+    CoordinatorCounters counters() const;
+    /// Every known node's current assignment, by node id.
+    std::map<std::string, Assignment> assignments() const;
+    /// A whole new plan (genetic search) over the current volunteers at the next round:
+    /// for an operator who wants balance back after much churn. Moves many nodes.
+    void requestFullReplan();
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> m;
+};
+
+} // namespace rookery::coord

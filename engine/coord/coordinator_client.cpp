@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/coord/coordinator_client.h"
+
+#include <deque>
+#include <mutex>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <openssl/rand.h>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/common/version.h"
+#include "engine/coord/wire_convert.h"
+#include "engine/net/dialer.h"
+#include "engine/net/net_context_impl.h"
+
+namespace rookery::coord {
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char *kArea = "coord";
+
+std::string randomNonce()
+{
+    std::string nonce(16, '\0');
+    if (RAND_bytes(reinterpret_cast<unsigned char *>(nonce.data()), int(nonce.size())) != 1)
+        throw Error("cannot draw a random registration nonce");
+    return nonce;
+}
+
+int64_t unixMillis()
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
+struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient::Impl>
+{
+    Impl(asio::io_context &io, CoordinatorClientConfig c, net::Identity id, CoordinatorClientEvents e)
+        : ioc(io)
+        , strand(asio::make_strand(io))
+        , timer(strand)
+        , config(std::move(c))
+        , identity(std::move(id))
+        , events(std::move(e))
+    { }
+
+    // Calls a user callback unless the client is being destroyed; never under `mutex`.
+    template <class Fn, class... Args> void notify(const Fn &member, Args &&...args)
+    {
+        std::lock_guard lock(eventsMutex);
+        const auto &fn = events.*member;
+        if (!fn)
+            return;
+        try {
+            fn(std::forward<Args>(args)...);
+        } catch (const std::exception &e) {
+            log::error(kArea, std::string("a coordinator client callback threw: ") + e.what());
+        }
+    }
+
+    void start()
+    {
+        net::LinkConfig lc;
+        lc.nodeId = identity.nodeId();
+        lc.role = net::NodeRole::Node;
+        lc.limits = coordinatorLinkLimits();
+        lc.handshakeTimeout = config.handshakeTimeout;
+        auto dc = net::coordinatorDialConfig(
+            config.address, {identity.selfSignedCertificate(), identity.privateKeyPem(), ""}, std::move(lc));
+        dc.initialBackoff = config.initialBackoff;
+        dc.maxBackoff = config.maxBackoff;
+        std::weak_ptr<Impl> weak = shared_from_this();
+        net::LinkEvents le;
+        le.opened = [weak](const std::shared_ptr<net::Link> &l) {
+            if (auto self = weak.lock())
+                self->onOpened(l);
+        };
+        le.message = [weak](const std::shared_ptr<net::Link> &l, net::Message &&m) {
+            if (auto self = weak.lock())
+                self->onMessage(l, std::move(m));
+        };
+        le.closed = [weak](const std::shared_ptr<net::Link> &, const net::CloseInfo &info) {
+            if (auto self = weak.lock())
+                self->onClosed(info);
+        };
+        auto l = net::dial(*context, std::move(dc), std::move(le));
+        std::lock_guard lock(mutex);
+        link = std::move(l);
+        if (stopped)
+            link->close("stopped");
+    }
+
+    void onOpened(const std::shared_ptr<net::Link> &l)
+    {
+        net::Register r;
+        {
+            std::lock_guard lock(mutex);
+            connected = true;
+            registered = false;
+            ++generation;
+            r = {config.name,
+                 config.listenAddress,
+                 config.profileJson,
+                 randomNonce(),
+                 unixMillis(),
+                 std::string("rookery ") + kVersion,
+                 config.uploadBytesPerSecond,
+                 identity.publicKeyPem()};
+        }
+        if (l->send(r) != net::SendResult::Queued)
+            log::warning(kArea, "could not queue the registration on " + l->describe());
+        notify(&CoordinatorClientEvents::connection, true);
+    }
+
+    void onMessage(const std::shared_ptr<net::Link> &l, net::Message &&m)
+    {
+        if (auto *reply = std::get_if<net::RegisterReply>(&m))
+            return onRegistered(l, *reply);
+        if (auto *update = std::get_if<net::AssignmentUpdate>(&m))
+            return onAssignment(fromWire(update->assignment));
+        if (auto *ack = std::get_if<net::HeartbeatAck>(&m))
+            return onAck(*ack);
+        if (auto *err = std::get_if<net::CoordinatorError>(&m))
+            return refuse(l, "the coordinator refused this node: " + err->reason);
+        log::warning(kArea, "ignoring an unexpected " + std::string(net::messageName(m)) + " from the coordinator");
+    }
+
+    void onRegistered(const std::shared_ptr<net::Link> &l, const net::RegisterReply &reply)
+    {
+        Registration reg;
+        try {
+            if (reply.nodeId != identity.nodeId())
+                throw Error("the coordinator registered node " + reply.nodeId.substr(0, 12) + ", not this node " +
+                            identity.nodeId().substr(0, 12));
+            reg = {reply.nodeId,
+                   reply.certificatePem,
+                   reply.caCertificatePem,
+                   fromWire(reply.run),
+                   fromWire(reply.assignment),
+                   std::chrono::milliseconds(std::max<uint32_t>(50, reply.heartbeatIntervalMs))};
+        } catch (const Error &e) {
+            return refuse(l, std::string("the coordinator's registration reply is not usable: ") + e.what());
+        }
+        uint64_t gen;
+        {
+            std::lock_guard lock(mutex);
+            registered = true;
+            interval = reg.heartbeatInterval;
+            assignment = reg.assignment;
+            registration = reg;
+            ++stats.registrations;
+            gen = generation;
+        }
+        log::info(kArea, "registered as node " + reg.nodeId.substr(0, 12) + "; " + reg.assignment.describe());
+        notify(&CoordinatorClientEvents::registered, reg);
+        scheduleHeartbeat(gen);
+    }
+
+    void onAssignment(Assignment a)
+    {
+        {
+            std::lock_guard lock(mutex);
+            if (a.version <= assignment.version && assignment.version != 0)
+                return; // already have it (a repeat after a heartbeat crossed the push)
+            assignment = a;
+            if (registration)
+                registration->assignment = a;
+            ++stats.assignmentUpdates;
+        }
+        log::info(kArea, "new assignment: " + a.describe());
+        notify(&CoordinatorClientEvents::assignmentChanged, a);
+    }
+
+    void onAck(const net::HeartbeatAck &ack)
+    {
+        std::chrono::microseconds rtt{-1};
+        {
+            std::lock_guard lock(mutex);
+            while (!inflight.empty() && inflight.front().first < ack.seq)
+                inflight.pop_front();
+            if (!inflight.empty() && inflight.front().first == ack.seq) {
+                rtt = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - inflight.front().second);
+                inflight.pop_front();
+                stats.lastRoundTrip = rtt;
+            }
+            ++stats.heartbeatsAcked;
+        }
+        if (rtt.count() >= 0)
+            notify(&CoordinatorClientEvents::heartbeatAcked, rtt);
+    }
+
+    void refuse(const std::shared_ptr<net::Link> &l, const std::string &why)
+    {
+        {
+            std::lock_guard lock(mutex);
+            refused = true;
+        }
+        log::error(kArea, why);
+        notify(&CoordinatorClientEvents::error, why);
+        l->close("refused"); // a dialled link stops reconnecting once closed
+    }
+
+    void onClosed(const net::CloseInfo &info)
+    {
+        bool was;
+        bool report;
+        {
+            std::lock_guard lock(mutex);
+            was = connected;
+            connected = registered = false;
+            ++generation;
+            inflight.clear();
+            report = info.fatal && !refused && !stopped;
+        }
+        if (report)
+            notify(&CoordinatorClientEvents::error, "cannot reach the coordinator: " + info.reason);
+        if (was) {
+            log::info(kArea, "coordinator link closed: " + info.reason);
+            notify(&CoordinatorClientEvents::connection, false);
+        }
+    }
+
+    void scheduleHeartbeat(uint64_t gen)
+    {
+        asio::post(strand, [self = shared_from_this(), gen] {
+            std::chrono::milliseconds wait;
+            {
+                std::lock_guard lock(self->mutex);
+                if (gen != self->generation || self->stopped)
+                    return;
+                wait = self->interval;
+            }
+            self->timer.expires_after(wait);
+            self->timer.async_wait([self, gen](boost::system::error_code ec) {
+                if (!ec)
+                    self->sendHeartbeat(gen);
+            });
+        });
+    }
+
+    void sendHeartbeat(uint64_t gen)
+    {
+        net::Heartbeat hb;
+        std::shared_ptr<net::Link> l;
+        {
+            std::lock_guard lock(mutex);
+            if (gen != generation || !registered || stopped)
+                return;
+            hb = {++seq, assignment.version, toWire(latest)};
+            inflight.emplace_back(hb.seq, Clock::now());
+            if (inflight.size() > 64)
+                inflight.pop_front();
+            ++stats.heartbeatsSent;
+            l = link;
+        }
+        if (l)
+            (void)l->send(hb); // QueueFull or NotOpen: the next beat tries again
+        scheduleHeartbeat(gen);
+    }
+
+    std::shared_ptr<net::Link> currentLink()
+    {
+        std::lock_guard lock(mutex);
+        return link;
+    }
+
+    asio::io_context &ioc;
+    net::NetContext *context = nullptr;
+    asio::strand<asio::io_context::executor_type> strand;
+    asio::steady_timer timer;
+    const CoordinatorClientConfig config;
+    const net::Identity identity;
+
+    std::mutex eventsMutex; // held while a callback runs; the destructor waits on it
+    CoordinatorClientEvents events;
+
+    mutable std::mutex mutex;
+    std::shared_ptr<net::Link> link;
+    bool connected = false, registered = false, stopped = false, refused = false;
+    uint64_t generation = 0; // bumps on every (dis)connection: stale timers see it and stop
+    std::optional<Registration> registration;
+    Assignment assignment;
+    NodeReport latest;
+    std::chrono::milliseconds interval{1000};
+    uint64_t seq = 0;
+    std::deque<std::pair<uint64_t, Clock::time_point>> inflight;
+    CoordinatorClientStats stats;
+};
+
+CoordinatorClient::CoordinatorClient(net::NetContext &context, CoordinatorClientConfig config, net::Identity identity,
+                                     CoordinatorClientEvents events)
+    : m(std::make_shared<Impl>(context.impl().ioc, std::move(config), std::move(identity), std::move(events)))
+{
+    m->context = &context;
+}
+
+CoordinatorClient::~CoordinatorClient()
+{
+    stop();
+    std::lock_guard lock(m->eventsMutex); // waits for a callback in flight; none follows
+    m->events = {};
+}
+
+void CoordinatorClient::start() { m->start(); }
+
+void CoordinatorClient::report(const NodeReport &report)
+{
+    std::lock_guard lock(m->mutex);
+    m->latest = report;
+}
+
+void CoordinatorClient::leave(const std::string &reason)
+{
+    auto l = m->currentLink();
+    {
+        std::lock_guard lock(m->mutex);
+        if (m->stopped)
+            return;
+        m->stopped = true;
+        ++m->generation;
+    }
+    if (!l)
+        return;
+    if (l->isOpen())
+        (void)l->send(net::Leave{reason});
+    l->close("left: " + reason);
+}
+
+void CoordinatorClient::stop()
+{
+    auto l = m->currentLink();
+    {
+        std::lock_guard lock(m->mutex);
+        if (m->stopped)
+            return;
+        m->stopped = true;
+        ++m->generation;
+    }
+    asio::post(m->strand, [impl = m] { impl->timer.cancel(); });
+    if (l)
+        l->close("the node stopped");
+}
+
+bool CoordinatorClient::isConnected() const
+{
+    std::lock_guard lock(m->mutex);
+    return m->connected;
+}
+
+bool CoordinatorClient::isRegistered() const
+{
+    std::lock_guard lock(m->mutex);
+    return m->registered;
+}
+
+std::optional<Registration> CoordinatorClient::registration() const
+{
+    std::lock_guard lock(m->mutex);
+    return m->registration;
+}
+
+Assignment CoordinatorClient::assignment() const
+{
+    std::lock_guard lock(m->mutex);
+    return m->assignment;
+}
+
+CoordinatorClientStats CoordinatorClient::stats() const
+{
+    std::lock_guard lock(m->mutex);
+    return m->stats;
+}
+
+} // namespace rookery::coord

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/coord/assignment.h"
+#include "engine/net/coordinator_address.h"
+#include "engine/net/identity.h"
+#include "engine/net/net_context.h"
+
+namespace rookery::coord {
+
+/// Who this node is and how it is reached, as it tells its coordinator.
+struct CoordinatorClientConfig
+{
+    net::CoordinatorAddress address; ///< wss://host:port/path#sha256=<the coordinator's certificate>
+    std::string name;                ///< for people: "alice-laptop"
+    /// "host:port" of this node's peer listener. An empty or wildcard host ("0.0.0.0:7402",
+    /// ":7402") means "the address my coordinator link comes from".
+    std::string listenAddress;
+    std::string profileJson;         ///< device::toJson(CapabilityProfile)
+    double uploadBytesPerSecond = 0; ///< measured upload; 0 = unknown (the coordinator assumes a default)
+    std::chrono::milliseconds handshakeTimeout{10'000};
+    std::chrono::milliseconds initialBackoff{250}; ///< reconnecting: doubles up to maxBackoff, with jitter
+    std::chrono::milliseconds maxBackoff{30'000};
+};
+
+/// Callbacks of the client. All run on the NetContext's I/O thread, one at a time; they
+/// must not block (post work elsewhere). Any may be empty.
+struct CoordinatorClientEvents
+{
+    /// After every successful registration (first connection and each reconnection).
+    std::function<void(const Registration &)> registered;
+    /// The coordinator changed this node's assignment (not called for the assignment
+    /// that comes with `registered`).
+    std::function<void(const Assignment &)> assignmentChanged;
+    /// Something a person should read: a refusal ("the registration nonce was seen
+    /// before"), a malformed reply. After a refusal the client stops reconnecting.
+    std::function<void(const std::string &)> error;
+    /// The link to the coordinator came up (true) or went down (false). It comes back
+    /// by itself, with back-off, unless the coordinator refused this node.
+    std::function<void(bool)> connection;
+    /// A heartbeat was acknowledged, with its round-trip time (for the UI and benches).
+    std::function<void(std::chrono::microseconds)> heartbeatAcked;
+};
+
+/// Counters for status displays and benchmarks.
+struct CoordinatorClientStats
+{
+    uint64_t registrations = 0;
+    uint64_t heartbeatsSent = 0;
+    uint64_t heartbeatsAcked = 0;
+    uint64_t assignmentUpdates = 0;
+    std::chrono::microseconds lastRoundTrip{0};
+};
+
+/// A node's link to its coordinator: registers on every (re)connection with the same
+/// identity (presenting a self-signed certificate of its key, so the registration is
+/// bound to the key the node proves it holds), then sends a heartbeat every interval
+/// the coordinator asked for, carrying the latest report(). Reconnects with back-off
+/// when the link drops, until stop(), leave() or a refusal.
+///
+/// Thread safety: every method may be called from any thread. Events arrive on the
+/// NetContext's I/O thread. Destroy the client before its NetContext.
+class CoordinatorClient
+{
+public:
+    CoordinatorClient(net::NetContext &context, CoordinatorClientConfig config, net::Identity identity,
+                      CoordinatorClientEvents events);
+    ~CoordinatorClient();
+    CoordinatorClient(const CoordinatorClient &) = delete;
+    CoordinatorClient &operator=(const CoordinatorClient &) = delete;
+
+    /// Starts connecting. Call once.
+    void start();
+    /// The figures the next heartbeats carry.
+    void report(const NodeReport &report);
+    /// Tells the coordinator this node leaves (it re-plans at once), then closes.
+    void leave(const std::string &reason = "the node is shutting down");
+    /// Closes without a Leave: the coordinator keeps this node's assignment for its
+    /// rejoin grace period, so a quick restart resumes the same stage. Idempotent.
+    void stop();
+
+    bool isConnected() const;
+    bool isRegistered() const; ///< on the current connection
+    /// The last registration (kept across reconnections); nullopt before the first.
+    std::optional<Registration> registration() const;
+    /// The newest assignment (from the registration or a later update).
+    Assignment assignment() const;
+    CoordinatorClientStats stats() const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> m;
+};
+
+} // namespace rookery::coord

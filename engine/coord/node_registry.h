@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/coord/assignment.h"
+#include "engine/coord/coordinator_store.h"
+#include "engine/coord/registration_check.h"
+#include "engine/net/certificate_authority.h"
+#include "engine/net/link.h"
+
+namespace rookery::coord {
+
+/// Where a registered node stands with the coordinator.
+enum class Presence {
+    Online, ///< its link is up and it sends heartbeats
+    Lost,   ///< its link dropped or went quiet: it keeps its assignment for the grace period
+    Gone,   ///< lost for longer than the grace period: re-planned away
+    Left,   ///< it said goodbye (Leave): re-planned away at once
+};
+
+std::string_view presenceName(Presence presence);
+Presence presenceFromName(std::string_view name);
+
+/// Timeouts and the run every node receives.
+struct RegistryConfig
+{
+    std::chrono::milliseconds heartbeatInterval{1000};
+    std::chrono::milliseconds heartbeatTimeout{5000};
+    std::chrono::milliseconds rejoinGrace{15'000};
+    std::chrono::hours certificateValidity{24 * 30};
+    std::string runId;
+    net::RunInfo run;
+};
+
+/// One node as the status API shows it (light: no ring lists).
+struct NodeStatus
+{
+    std::string nodeId;
+    std::string name;
+    std::string address;
+    std::string software;
+    Presence presence = Presence::Online;
+    swarm::Capacity capacity;
+    bool assumedBandwidth = false;
+    AssignmentState state = AssignmentState::Waiting;
+    uint64_t assignmentVersion = 0;
+    int cluster = -1;
+    int stage = 0;
+    size_t firstLayer = 0;
+    size_t lastLayer = 0;
+    NodeReport report;
+    int64_t lastSeenMsAgo = 0;
+    uint64_t heartbeats = 0;
+};
+
+struct RegistryCounters
+{
+    uint64_t registrations = 0;
+    uint64_t refusals = 0;
+    uint64_t heartbeats = 0;
+    uint64_t assignmentPushes = 0;
+};
+
+/// What the registry tells the planner. Called under the registry's lock, so they must
+/// only queue work.
+struct RegistryHooks
+{
+    std::function<void(const std::string &nodeId, const swarm::Capacity &capacity)> join;
+    std::function<void(const std::string &nodeId)> leave;
+    std::function<void()> addressesChanged;
+    std::function<void()> changed; ///< anything the status API shows, besides metrics
+};
+
+/// The coordinator's membership: registers nodes (checking replays, issuing their
+/// certificates), answers heartbeats, detects failures by timeout, and pushes the
+/// planner's assignments. Every link event, tick and publish takes one mutex for a
+/// short time; messages are encoded and sent outside it.
+///
+/// Thread safety: all methods may be called from any thread.
+class NodeRegistry
+{
+public:
+    using Clock = std::chrono::steady_clock;
+
+    NodeRegistry(RegistryConfig config, const net::CertificateAuthority &ca, CoordinatorStore *store,
+                 ReplayGuard &replay, RegistryHooks hooks);
+    ~NodeRegistry();
+
+    /// Nodes from the database, all Lost until they reconnect (grace: `grace` from now).
+    /// `planned` are those the planner holds.
+    void restore(const StoredState &state, const std::vector<std::string> &planned, std::chrono::milliseconds grace);
+
+    // Link events (network threads).
+    void opened(const std::shared_ptr<net::Link> &link);
+    void message(const std::shared_ptr<net::Link> &link, net::Message &&message);
+    void closed(const std::shared_ptr<net::Link> &link);
+
+    /// Heartbeat timeouts and grace expiry (the coordinator's worker thread).
+    void tick(Clock::time_point now);
+    /// The planner's new assignments: each gets the node's next version, is stored and
+    /// pushed to the node if it is online.
+    void publish(const std::map<std::string, Assignment> &changed);
+    /// Peer addresses of every node, by id.
+    std::map<std::string, std::string> addresses() const;
+    /// The latest report of every online node that sent one since the last call.
+    std::vector<StoredMetric> takeMetrics(int64_t nowMs);
+
+    std::vector<NodeStatus> snapshot() const;
+    RegistryCounters counters() const;
+    size_t onlineCount() const;
+    /// Every node's current assignment, by id (tests, status).
+    std::map<std::string, Assignment> assignments() const;
+
+    struct Record;
+
+private:
+    struct Outbox;
+    void onRegister(const std::shared_ptr<net::Link> &link, const net::Register &r, Outbox &out);
+    void onHeartbeat(const std::shared_ptr<net::Link> &link, const net::Heartbeat &h, Outbox &out);
+    void onLeave(const std::shared_ptr<net::Link> &link, const net::Leave &l);
+    void refuse(const std::shared_ptr<net::Link> &link, net::CoordinatorErrorCode code, const std::string &reason,
+                Outbox &out);
+    void lose(Record &record, Clock::time_point now, const std::string &why);
+    void persist(const Record &record) const;
+
+    const RegistryConfig m_config;
+    const net::CertificateAuthority &m_ca;
+    CoordinatorStore *m_store;
+    ReplayGuard &m_replay;
+    RegistryHooks m_hooks;
+
+    mutable std::mutex m_mutex;
+    std::map<std::string, std::unique_ptr<Record>> m_nodes;
+    std::unordered_map<const net::Link *, std::string> m_linkNode; ///< registered links -> node id
+    RegistryCounters m_counters;
+};
+
+} // namespace rookery::coord

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/coord/plan_state.h"
+
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/common/error.h"
+#include "engine/swarm/replan.h"
+
+namespace rookery::coord {
+namespace {
+
+using nlohmann::json;
+
+void insertClusters(std::set<int> &into, const std::vector<int> &before, const std::vector<int> &after,
+                    const std::vector<size_t> &moved)
+{
+    for (size_t i : moved) {
+        if (i < before.size() && before[i] >= 0)
+            into.insert(before[i]);
+        if (i < after.size() && after[i] >= 0)
+            into.insert(after[i]);
+    }
+}
+
+std::string waitingReason(bool hasPlan, int cluster)
+{
+    if (!hasPlan)
+        return "waiting: the volunteers cannot hold the model yet, or the first plan is still to come";
+    if (cluster < 0)
+        return "waiting: in no cluster (none has room, and the waiting volunteers cannot hold the model together)";
+    return "waiting: cluster " + std::to_string(cluster) + " cannot hold the model yet";
+}
+
+} // namespace
+
+PlanState::PlanState(swarm::PlanModel model, swarm::FormationOptions options)
+    : m_model(std::move(model))
+    , m_options(options)
+    , m_demand(swarm::demandOf(m_model))
+{ }
+
+bool PlanState::contains(const std::string &nodeId) const { return indexOf(nodeId) < m_ids.size(); }
+
+size_t PlanState::indexOf(const std::string &nodeId) const
+{
+    return size_t(std::find(m_ids.begin(), m_ids.end(), nodeId) - m_ids.begin());
+}
+
+bool PlanState::canHoldModel() const
+{
+    std::vector<int64_t> memory;
+    for (const auto &c : m_capacities)
+        memory.push_back(c.memoryBytes);
+    const size_t n = std::min(memory.size(), size_t(std::max(1, m_demand.maxStages)));
+    std::partial_sort(memory.begin(), memory.begin() + long(n), memory.end(), std::greater<>());
+    int64_t total = 0;
+    for (size_t i = 0; i < n; ++i)
+        total += memory[i];
+    return n > 0 && total >= m_demand.memoryBytes;
+}
+
+std::vector<swarm::PlanVolunteer> PlanState::volunteers() const
+{
+    std::vector<swarm::PlanVolunteer> v;
+    v.reserve(m_ids.size());
+    for (size_t i = 0; i < m_ids.size(); ++i)
+        v.push_back({m_ids[i], m_capacities[i]});
+    return v;
+}
+
+// Drops volunteer `index` and renumbers the plan's references to those after it. A
+// pipeline that held it belongs to a changed cluster and is re-cut anyway.
+void PlanState::erase(size_t index)
+{
+    m_ids.erase(m_ids.begin() + long(index));
+    m_capacities.erase(m_capacities.begin() + long(index));
+    m_clusterOf.erase(m_clusterOf.begin() + long(index));
+    auto renumber = [index](std::vector<size_t> &list) {
+        std::erase(list, index);
+        for (auto &i : list)
+            if (i > index)
+                --i;
+    };
+    for (auto &p : m_plan.pipelines)
+        renumber(p.stages);
+    for (auto &r : m_plan.rings)
+        renumber(r.members);
+    if (index < m_plan.clustering.clusterOf.size())
+        m_plan.clustering.clusterOf.erase(m_plan.clustering.clusterOf.begin() + long(index));
+}
+
+void PlanState::complete(const std::vector<int> &changed)
+{
+    auto clustering = swarm::evaluate(m_capacities, m_clusterOf, m_demand);
+    try {
+        m_plan = swarm::completePlan(m_model, volunteers(), clustering, &m_plan, changed);
+    } catch (const Error &) {
+        // No cluster can work now. Keep the clusters, without pipelines: a join may
+        // complete one, or the coordinator plans afresh (isWorking() is false).
+        m_plan.clustering = std::move(clustering);
+        m_plan.pipelines.assign(size_t(m_plan.clustering.clusterCount()), {});
+        m_plan.rings.clear();
+        m_plan.predictedSamplesPerSecond = 0;
+    }
+}
+
+bool PlanState::isWorking() const
+{
+    return m_hasPlan && std::any_of(m_plan.pipelines.begin(), m_plan.pipelines.end(),
+                                    [](const auto &p) { return !p.stages.empty(); });
+}
+
+PlanChange PlanState::apply(const std::vector<std::string> &leaves,
+                            const std::vector<std::pair<std::string, swarm::Capacity>> &joins)
+{
+    PlanChange change;
+    std::set<int> changed;
+    std::set<std::string> moved;
+    std::vector<std::string> arrivals; // joined or moved into a cluster, in order
+    for (const auto &id : leaves) {
+        const size_t i = indexOf(id);
+        if (i >= m_ids.size())
+            continue;
+        if (m_hasPlan && m_clusterOf[i] >= 0) {
+            const auto before = m_clusterOf;
+            auto r = swarm::planLeave(m_capacities, m_clusterOf, i, m_demand);
+            m_clusterOf = std::move(r.clustering.clusterOf);
+            changed.insert(before[i]);
+            insertClusters(changed, before, m_clusterOf, r.moved);
+            for (size_t j : r.moved) {
+                moved.insert(m_ids[j]);
+                if (m_clusterOf[j] >= 0)
+                    arrivals.push_back(m_ids[j]);
+            }
+        }
+        moved.erase(id);
+        erase(i);
+    }
+    for (const auto &[id, capacity] : joins) {
+        if (const size_t i = indexOf(id); i < m_ids.size()) {
+            m_capacities[i] = capacity; // already here: take the newer profile, keep the place
+            continue;
+        }
+        m_ids.push_back(id);
+        m_capacities.push_back(capacity);
+        m_clusterOf.push_back(-1);
+        if (!m_hasPlan)
+            continue;
+        const size_t i = m_ids.size() - 1;
+        const auto before = m_clusterOf;
+        auto r = swarm::planJoin(m_capacities, m_clusterOf, i, m_demand);
+        m_clusterOf = std::move(r.clustering.clusterOf);
+        if (m_clusterOf[i] >= 0) {
+            changed.insert(m_clusterOf[i]);
+            arrivals.push_back(id);
+        }
+        insertClusters(changed, before, m_clusterOf, r.moved);
+        for (size_t j : r.moved)
+            moved.insert(m_ids[j]);
+    }
+    if (m_hasPlan && (!changed.empty() || !leaves.empty())) {
+        std::set<int> working;
+        for (size_t c = 0; c < m_plan.pipelines.size(); ++c)
+            if (!m_plan.pipelines[c].stages.empty())
+                working.insert(int(c));
+        complete({changed.begin(), changed.end()});
+        undoBreakingArrivals(arrivals, working);
+    }
+    change.moved.assign(moved.begin(), moved.end());
+    change.changedClusters.assign(changed.begin(), changed.end());
+    return change;
+}
+
+// planJoin and planLeave judge clusters by the search's closed-form estimate; the
+// partitioner may then find no cut that fits the grown cluster (more stages hold more
+// weight versions in flight). An arrival must not stop a cluster that worked: the
+// newcomer waits instead.
+void PlanState::undoBreakingArrivals(const std::vector<std::string> &arrivals, const std::set<int> &working)
+{
+    for (auto it = arrivals.rbegin(); it != arrivals.rend(); ++it) {
+        const size_t i = indexOf(*it);
+        if (i >= m_ids.size())
+            continue;
+        const int c = m_clusterOf[i];
+        if (c < 0 || !working.count(c) ||
+            (size_t(c) < m_plan.pipelines.size() && !m_plan.pipelines[size_t(c)].stages.empty()))
+            continue;
+        m_clusterOf[i] = -1;
+        complete({c});
+    }
+}
+
+PlanChange PlanState::planAll()
+{
+    auto plan = swarm::planSwarm(m_model, volunteers(), m_options);
+    PlanChange change;
+    change.replanned = true;
+    for (size_t i = 0; i < m_ids.size(); ++i)
+        if (m_hasPlan && m_clusterOf[i] != plan.clustering.clusterOf[i])
+            change.moved.push_back(m_ids[i]);
+    for (int c = 0; c < plan.clustering.clusterCount(); ++c)
+        change.changedClusters.push_back(c);
+    m_clusterOf = plan.clustering.clusterOf;
+    m_plan = std::move(plan);
+    m_hasPlan = true;
+    return change;
+}
+
+std::vector<Placement> PlanState::placements() const
+{
+    std::vector<Placement> out(m_ids.size());
+    for (size_t i = 0; i < m_ids.size(); ++i) {
+        out[i].nodeId = m_ids[i];
+        out[i].cluster = m_clusterOf[i];
+        out[i].clusterCount = m_hasPlan ? m_plan.clustering.clusterCount() : 0;
+        out[i].reason = waitingReason(m_hasPlan, m_clusterOf[i]);
+    }
+    if (!m_hasPlan)
+        return out;
+    for (size_t c = 0; c < m_plan.pipelines.size(); ++c) {
+        const auto &p = m_plan.pipelines[c];
+        for (size_t s = 0; s < p.stages.size(); ++s) {
+            auto &pl = out[p.stages[s]];
+            pl.training = true;
+            pl.reason.clear();
+            pl.stage = int(s);
+            pl.stages = int(p.stages.size());
+            pl.firstLayer = p.partition.stages[s].firstLayer;
+            pl.lastLayer = p.partition.stages[s].lastLayer;
+            pl.previous = s > 0 ? m_ids[p.stages[s - 1]] : "";
+            pl.next = s + 1 < p.stages.size() ? m_ids[p.stages[s + 1]] : "";
+        }
+    }
+    for (const auto &r : m_plan.rings) {
+        std::vector<std::string> members;
+        for (size_t i : r.members)
+            members.push_back(m_ids[i]);
+        for (size_t k = 0; k < r.members.size(); ++k)
+            out[r.members[k]].rings.push_back({r.id, r.firstLayer, r.lastLayer, k, members});
+    }
+    return out;
+}
+
+std::string PlanState::toJson() const
+{
+    json pipelines = json::array();
+    for (size_t c = 0; c < m_plan.pipelines.size(); ++c) {
+        const auto &p = m_plan.pipelines[c];
+        if (!p.stages.empty())
+            pipelines.push_back({{"cluster", c}, {"stages", p.stages}, {"cuts", p.partition.cuts()}});
+    }
+    return json{{"has_plan", m_hasPlan}, {"ids", m_ids}, {"cluster_of", m_clusterOf}, {"pipelines", pipelines}}.dump();
+}
+
+PlanState PlanState::fromJson(swarm::PlanModel model, swarm::FormationOptions options, const std::string &text,
+                              const std::map<std::string, swarm::Capacity> &capacities)
+{
+    PlanState s(std::move(model), options);
+    try {
+        const json j = json::parse(text);
+        s.m_ids = j.at("ids").get<std::vector<std::string>>();
+        s.m_clusterOf = j.at("cluster_of").get<std::vector<int>>();
+        if (s.m_clusterOf.size() != s.m_ids.size())
+            throw Error("the plan lists " + std::to_string(s.m_ids.size()) + " volunteers but " +
+                        std::to_string(s.m_clusterOf.size()) + " clusters");
+        for (const auto &id : s.m_ids) {
+            const auto it = capacities.find(id);
+            if (it == capacities.end())
+                throw Error("the plan names volunteer " + id.substr(0, 12) + ", which is not stored");
+            s.m_capacities.push_back(it->second);
+        }
+        s.m_hasPlan = j.at("has_plan").get<bool>();
+        if (!s.m_hasPlan)
+            return s;
+        const auto costs = model::layerCosts(s.m_model.spec, s.m_model.microbatch);
+        const auto po =
+            model::partitionOptionsFor(s.m_model.spec, s.m_model.microbatch, s.m_model.optimizerStateCopies);
+        swarm::SwarmPlan previous;
+        for (const auto &p : j.at("pipelines")) {
+            const auto c = p.at("cluster").get<size_t>();
+            swarm::PipelinePlan pipe;
+            pipe.stages = p.at("stages").get<std::vector<size_t>>();
+            std::vector<model::StageDevice> devices;
+            for (size_t i : pipe.stages) {
+                if (i >= s.m_ids.size())
+                    throw Error("the plan's pipeline names volunteer " + std::to_string(i) + " of " +
+                                std::to_string(s.m_ids.size()));
+                const auto &cap = s.m_capacities[i];
+                devices.push_back({s.m_ids[i], cap.gflops, uint64_t(cap.memoryBytes), cap.bandwidthBytesPerSecond});
+            }
+            pipe.partition = model::evaluateCut(costs, devices, po, p.at("cuts").get<std::vector<size_t>>());
+            pipe.samplesPerSecond = double(s.m_model.microbatch) / pipe.partition.bottleneckSeconds();
+            if (previous.pipelines.size() <= c)
+                previous.pipelines.resize(c + 1);
+            previous.pipelines[c] = std::move(pipe);
+        }
+        s.m_plan = std::move(previous);
+        s.complete({});
+    } catch (const json::exception &e) {
+        throw Error(std::string("the stored plan is malformed: ") + e.what());
+    }
+    return s;
+}
+
+} // namespace rookery::coord

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/coord/status_json.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace rookery::coord {
+namespace {
+
+using nlohmann::json;
+
+json runJson(const RunConfig &r)
+{
+    return {{"id", r.runId},
+            {"model", r.model.name},
+            {"layers", r.model.layers.size()},
+            {"parameters", model::parameterCount(r.model)},
+            {"optimizer", train::optimizerKindName(r.optimizer.kind)},
+            {"learning_rate", r.optimizer.learningRate},
+            {"microbatch", r.microbatch},
+            {"accumulation", r.accumulation},
+            {"averaging_interval", r.averagingInterval},
+            {"seed", r.seed},
+            {"total_steps", r.totalSteps},
+            {"dataset", r.dataset}};
+}
+
+json nodeJson(const NodeStatus &n)
+{
+    json j = {{"id", n.nodeId},
+              {"name", n.name},
+              {"address", n.address},
+              {"software", n.software},
+              {"presence", presenceName(n.presence)},
+              {"state", assignmentStateName(n.state)},
+              {"activity", nodeActivityName(n.report.activity)},
+              {"assignment_version", n.assignmentVersion},
+              {"cluster", n.cluster},
+              {"samples_per_second", n.report.samplesPerSecond},
+              {"step", n.report.step},
+              {"loss", n.report.loss},
+              {"samples_total", n.report.samplesTotal},
+              {"busy_fraction", n.report.busyFraction},
+              {"last_seen_ms_ago", n.lastSeenMsAgo},
+              {"heartbeats", n.heartbeats},
+              {"gflops", n.capacity.gflops},
+              {"memory_bytes", n.capacity.memoryBytes},
+              {"upload_bytes_per_second", n.capacity.bandwidthBytesPerSecond},
+              {"upload_assumed", n.assumedBandwidth}};
+    if (n.state == AssignmentState::Training) {
+        j["stage"] = n.stage;
+        j["first_layer"] = n.firstLayer;
+        j["last_layer"] = n.lastLayer;
+    }
+    return j;
+}
+
+} // namespace
+
+PlanSummary summarize(const PlanState &state)
+{
+    PlanSummary s;
+    s.hasPlan = state.isWorking();
+    if (!state.hasPlan())
+        return s;
+    const auto &plan = state.plan();
+    const auto &ids = state.ids();
+    s.predictedSamplesPerSecond = plan.predictedSamplesPerSecond;
+    const int k = plan.clustering.clusterCount();
+    for (int c = 0; c < k; ++c) {
+        PlanSummary::Cluster cl;
+        cl.id = c;
+        for (size_t i = 0; i < plan.clustering.clusterOf.size(); ++i)
+            if (plan.clustering.clusterOf[i] == c)
+                cl.members.push_back(ids[i]);
+        if (cl.members.empty())
+            continue;
+        if (size_t(c) < plan.pipelines.size() && !plan.pipelines[size_t(c)].stages.empty()) {
+            const auto &p = plan.pipelines[size_t(c)];
+            cl.feasible = true;
+            cl.predictedSamplesPerSecond = p.samplesPerSecond;
+            for (size_t st = 0; st < p.stages.size(); ++st) {
+                const auto &sp = p.partition.stages[st];
+                cl.stages.push_back({ids[p.stages[st]], sp.firstLayer, sp.lastLayer, sp.seconds, sp.memoryBytes});
+            }
+        }
+        s.clusters.push_back(std::move(cl));
+    }
+    for (const auto &r : plan.rings) {
+        PlanSummary::Ring ring{r.id, r.firstLayer, r.lastLayer, {}};
+        for (size_t i : r.members)
+            ring.members.push_back(ids[i]);
+        s.rings.push_back(std::move(ring));
+    }
+    return s;
+}
+
+std::string statusJson(const StatusInputs &in)
+{
+    std::map<std::string, const NodeStatus *> byId;
+    for (const auto &n : in.nodes)
+        byId.emplace(n.nodeId, &n);
+    auto measured = [&](const std::string &id) {
+        const auto it = byId.find(id);
+        return it != byId.end() && it->second->presence == Presence::Online ? it->second->report.samplesPerSecond : 0.0;
+    };
+    json clusters = json::array(), links = json::array(), rings = json::array(), nodes = json::array();
+    double slowestMeasured = std::numeric_limits<double>::infinity();
+    int working = 0;
+    for (const auto &c : in.plan.clusters) {
+        json stages = json::array();
+        // A pipeline moves as fast as its slowest stage.
+        double clusterMeasured = c.stages.empty() ? 0 : std::numeric_limits<double>::infinity();
+        for (size_t s = 0; s < c.stages.size(); ++s) {
+            const auto &st = c.stages[s];
+            const double m = measured(st.nodeId);
+            clusterMeasured = std::min(clusterMeasured, m);
+            stages.push_back({{"stage", s},
+                              {"node_id", st.nodeId},
+                              {"first_layer", st.firstLayer},
+                              {"last_layer", st.lastLayer},
+                              {"predicted_seconds_per_microbatch", st.predictedSeconds},
+                              {"memory_bytes", st.memoryBytes},
+                              {"measured_samples_per_second", m}});
+            if (s + 1 < c.stages.size())
+                links.push_back(
+                    {{"kind", "pipeline"}, {"cluster", c.id}, {"from", st.nodeId}, {"to", c.stages[s + 1].nodeId}});
+        }
+        if (c.feasible) {
+            ++working;
+            slowestMeasured = std::min(slowestMeasured, clusterMeasured);
+        }
+        clusters.push_back(
+            {{"id", c.id},
+             {"state", c.feasible ? "training" : "waiting"},
+             {"members", c.members},
+             {"stages", stages},
+             {"predicted_samples_per_second", c.predictedSamplesPerSecond},
+             {"measured_samples_per_second", clusterMeasured},
+             {"shard", {{"index", c.id}, {"count", in.plan.clusters.empty() ? 0 : in.plan.clusters.back().id + 1}}}});
+    }
+    for (const auto &r : in.plan.rings) {
+        rings.push_back(
+            {{"id", r.id}, {"first_layer", r.firstLayer}, {"last_layer", r.lastLayer}, {"members", r.members}});
+        for (size_t i = 0; r.members.size() > 1 && i < r.members.size(); ++i) {
+            if (r.members.size() == 2 && i == 1)
+                break; // a ring of two is one link
+            links.push_back({{"kind", "ring"},
+                             {"ring_id", r.id},
+                             {"from", r.members[i]},
+                             {"to", r.members[(i + 1) % r.members.size()]}});
+        }
+    }
+    size_t online = 0;
+    for (const auto &n : in.nodes) {
+        nodes.push_back(nodeJson(n));
+        online += n.presence == Presence::Online;
+    }
+    const json doc = {{"swarm", in.swarm},
+                      {"coordinator", in.address},
+                      {"time_ms", in.timeMs},
+                      {"uptime_ms", in.uptimeMs},
+                      {"run", runJson(in.run)},
+                      {"plan",
+                       {{"planned", in.plan.hasPlan},
+                        {"clusters", working},
+                        {"predicted_samples_per_second", in.plan.predictedSamplesPerSecond},
+                        {"measured_samples_per_second", working ? working * slowestMeasured : 0.0},
+                        {"rounds", in.plan.rounds},
+                        {"last_round_ms", in.plan.lastRoundMs}}},
+                      {"clusters", clusters},
+                      {"rings", rings},
+                      {"links", links},
+                      {"nodes", nodes},
+                      {"counts",
+                       {{"nodes", in.nodes.size()},
+                        {"online", online},
+                        {"registrations", in.counters.registrations},
+                        {"refusals", in.counters.refusals},
+                        {"heartbeats", in.counters.heartbeats},
+                        {"assignment_pushes", in.counters.assignmentPushes}}}};
+    return doc.dump();
+}
+
+} // namespace rookery::coord

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/node/stage_session.h"
+
+#include <cstring>
+#include <limits>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/device/compute_threads.h"
+#include "engine/node/net_ring_links.h"
+#include "engine/node/net_stage_transport.h"
+#include "engine/node/peer_mesh.h"
+#include "engine/node/weights_relay.h"
+#include "engine/store/checkpoint_store.h"
+#include "engine/store/checkpoint_writer.h"
+#include "engine/swarm/ring_allreduce.h"
+#include "engine/train/evaluate.h"
+#include "engine/train/stage_runtime.h"
+
+namespace rookery::node {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Layer index of a parameter name ("3.weight" -> 3).
+size_t layerOf(const std::string &name) { return size_t(std::stoul(name.substr(0, name.find('.')))); }
+
+std::vector<std::string> parameterNames(const model::ModelSpec &spec, size_t first, size_t last)
+{
+    std::vector<std::string> names;
+    const auto costs = model::layerCosts(spec, 1);
+    for (size_t l = first; l < last; ++l)
+        if (costs[l].parameters > 0) {
+            names.push_back(std::to_string(l) + ".weight");
+            names.push_back(std::to_string(l) + ".bias");
+        }
+    return names;
+}
+
+struct Ring
+{
+    coord::RingRef ref;
+    std::string next, previous;
+    std::unique_ptr<NetRingLinks> links;
+};
+
+} // namespace
+
+std::string swarmCheckpointRun(const std::string &runId, size_t firstLayer, size_t lastLayer)
+{
+    return "swarm:" + runId + ":layers " + std::to_string(firstLayer) + "-" + std::to_string(lastLayer);
+}
+
+struct StageSession::Impl
+{
+    Impl(PeerMesh &m, StageSessionConfig c, Callbacks cb)
+        : mesh(m)
+        , config(std::move(c))
+        , callbacks(std::move(cb))
+    { }
+
+    PeerMesh &mesh;
+    StageSessionConfig config;
+    Callbacks callbacks;
+    std::unique_ptr<NetStageTransport> transport;
+    std::unique_ptr<WeightsRelay> relay;
+    std::vector<Ring> rings;
+    std::unique_ptr<train::StageRuntime> runtime;
+    std::unique_ptr<store::CheckpointWriter> writer;
+    std::string checkpointRun;
+
+    std::thread stageThread;
+    std::atomic<bool> running{false};
+    std::thread evalThread;
+    std::atomic<bool> evaluating{false};
+
+    mutable std::mutex mutex; // guards the fields below
+    Phase phase = Phase::Waiting;
+    std::string lastStop;
+    StageProgress progress;
+
+    int64_t roundOffset = 0;
+    Clock::time_point lastRateTime = Clock::now();
+    int64_t lastRateStep = 0;
+    Clock::time_point lastReport = Clock::now();
+
+    const coord::Assignment &a() const { return config.assignment; }
+    bool root() const { return a().stage == 0; }
+    int64_t finalMarker() const { return config.run.totalSteps + 1; }
+
+    void say(const std::string &text)
+    {
+        log::info("swarm", text);
+        if (callbacks.message)
+            callbacks.message(text);
+    }
+
+    void build();
+    void restore();
+    void onUpdate(int64_t version);
+    void averageRings(int64_t round);
+    void publishSnapshot(int64_t version) { relay->publish(runtime->parameters(), uint64_t(version)); }
+    void scheduleEvaluation(bool final);
+    void evaluatePipeline(bool final, int64_t step);
+    void stageMain();
+    void finish();
+    void noteProgress(int64_t version, bool force);
+};
+
+void StageSession::Impl::build()
+{
+    const auto &as = a();
+    transport = std::make_unique<NetStageTransport>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
+    relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
+    for (const auto &r : as.rings) {
+        Ring ring{r, {}, {}, {}};
+        const size_t n = r.members.size();
+        if (n >= 2) {
+            ring.next = r.members[(r.rank + 1) % n].nodeId;
+            ring.previous = r.members[(r.rank + n - 1) % n].nodeId;
+            ring.links = std::make_unique<NetRingLinks>(mesh, r.ringId, ring.next, ring.previous);
+        }
+        rings.push_back(std::move(ring));
+    }
+    train::StageConfig sc;
+    sc.model = config.run.model;
+    sc.firstLayer = as.firstLayer;
+    sc.lastLayer = as.lastLayer;
+    sc.stage = as.stage;
+    sc.stages = as.stages;
+    sc.optimizer = config.run.optimizer;
+    sc.microbatchSize = config.run.microbatch;
+    sc.accumulation = int(config.run.accumulation);
+    sc.mode = train::PipelineMode::Asynchronous;
+    sc.seed = config.run.seed;
+    sc.threads = config.threads;
+    sc.shard = as.shard;
+    sc.onUpdate = [this](int64_t version) { onUpdate(version); };
+    runtime =
+        std::make_unique<train::StageRuntime>(sc, *transport, *config.gate, as.stage == 0 ? config.train : nullptr);
+    checkpointRun = swarmCheckpointRun(config.run.runId, as.firstLayer, as.lastLayer);
+    writer = std::make_unique<store::CheckpointWriter>(*config.checkpoints, checkpointRun, config.keepCheckpoints);
+}
+
+void StageSession::Impl::restore()
+{
+    const auto &as = a();
+    const std::string what = "stage " + std::to_string(as.stage + 1) + "/" + std::to_string(as.stages) + " (layers " +
+                             std::to_string(as.firstLayer) + "-" + std::to_string(as.lastLayer - 1) + ")";
+    bool restored = false;
+    if (auto cp = config.checkpoints->loadNewest(checkpointRun)) {
+        try {
+            runtime->restore(cp->state);
+            restored = true;
+            say("resuming " + what + " from its checkpoint at step " + std::to_string(cp->state.step));
+        } catch (const Error &e) {
+            say("the checkpoint of " + what + " cannot be used (" + std::string(e.what()) + "); starting afresh");
+        }
+    }
+    const auto names = parameterNames(config.run.model, as.firstLayer, as.lastLayer);
+    // Catch up: a peer in another cluster that holds the same layers has kept training
+    // (after a restart), or holds the layers this node takes over.
+    std::string source = as.weightsFrom.nodeId;
+    if (source.empty() && restored)
+        for (const auto &r : rings)
+            if (r.ref.firstLayer == as.firstLayer && r.ref.lastLayer == as.lastLayer && !r.previous.empty())
+                source = r.previous;
+    if (!source.empty() && !names.empty()) {
+        if (auto weights = relay->fetch(source, names, std::chrono::seconds(restored ? 5 : 20))) {
+            runtime->setParameters(*weights);
+            say(std::string(restored ? "caught up with" : "took over the current weights of") + " peer " +
+                source.substr(0, 12));
+        } else if (!restored) {
+            say("could not fetch the weights of " + what + " from peer " + source.substr(0, 12) +
+                "; starting from the run's initial weights");
+        }
+    }
+    if (!restored && source.empty())
+        say("starting " + what + " from the run's initial weights");
+    // Round numbers derive from the step; a node resuming behind its ring catches up
+    // by adopting the round it sees (averageRings()).
+    publishSnapshot(runtime->version());
+    lastRateStep = runtime->version();
+    std::lock_guard lock(mutex);
+    progress.step = runtime->version();
+    progress.totalSteps = config.run.totalSteps;
+}
+
+void StageSession::Impl::noteProgress(int64_t version, bool force)
+{
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - lastRateTime).count();
+    StageProgress copy;
+    {
+        std::lock_guard lock(mutex);
+        progress.step = version;
+        const int64_t samples = (version - lastRateStep) * config.run.microbatch * config.run.accumulation;
+        if (dt >= 1.0) {
+            const double rate = double(samples) / dt;
+            progress.samplesPerSecond =
+                progress.samplesPerSecond > 0 ? 0.7 * progress.samplesPerSecond + 0.3 * rate : rate;
+            progress.samplesTotal += samples;
+            lastRateTime = now;
+            lastRateStep = version;
+        }
+        if (!force && std::chrono::duration<double>(now - lastReport).count() < 0.5)
+            return;
+        lastReport = now;
+        copy = progress;
+    }
+    if (callbacks.progress)
+        callbacks.progress(copy);
+}
+
+void StageSession::Impl::averageRings(int64_t round)
+{
+    for (auto &ring : rings) {
+        if (!ring.links)
+            continue;
+        const size_t n = ring.ref.members.size();
+        if (!mesh.isUp(ring.next) || !mesh.isUp(ring.previous)) {
+            std::lock_guard lock(mutex);
+            ++progress.ringSkipped;
+            continue;
+        }
+        std::vector<NamedTensor> params;
+        for (auto &p : runtime->parameters())
+            if (const size_t l = layerOf(p.name); l >= ring.ref.firstLayer && l < ring.ref.lastLayer)
+                params.push_back(std::move(p));
+        size_t count = 0;
+        for (const auto &p : params)
+            count += p.data.size() / sizeof(float);
+        std::vector<float> flat(count);
+        size_t at = 0;
+        for (const auto &p : params) {
+            std::memcpy(flat.data() + at, p.data.data(), p.data.size());
+            at += p.data.size() / sizeof(float);
+        }
+        const uint64_t id = uint64_t(round + roundOffset);
+        const auto result =
+            swarm::ringAllReduceAverage(flat, int(ring.ref.rank), int(n), id, *ring.links, config.ringTimeout);
+        if (result.newerRound > id)
+            roundOffset += int64_t(result.newerRound - id); // we were behind: meet the others next time
+        std::lock_guard lock(mutex);
+        if (!result.complete) {
+            ++progress.ringSkipped;
+            log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
+                                      std::to_string(ring.ref.lastLayer - 1) + " skipped: " + result.error);
+            continue;
+        }
+        ++progress.ringRounds;
+        at = 0;
+        for (auto &p : params) {
+            std::memcpy(p.data.data(), flat.data() + at, p.data.size());
+            at += p.data.size() / sizeof(float);
+        }
+        runtime->setParameters(params);
+    }
+}
+
+void StageSession::Impl::onUpdate(int64_t version)
+{
+    const auto &run = config.run;
+    if (run.averagingInterval > 0 && version % run.averagingInterval == 0) {
+        averageRings(version / run.averagingInterval);
+        publishSnapshot(version);
+    }
+    if (config.checkpointEvery > 0 && version % config.checkpointEvery == 0)
+        writer->submit(runtime->state());
+    if (root() && config.evaluateEvery > 0 && version % config.evaluateEvery == 0 && version < run.totalSteps)
+        scheduleEvaluation(false);
+    noteProgress(version, false);
+}
+
+void StageSession::Impl::evaluatePipeline(bool final, int64_t step)
+{
+    device::applyThreadConfig({1, 1});
+    const auto deadline = Clock::now() + std::chrono::seconds(final ? 120 : 20);
+    while (Clock::now() < deadline) {
+        // The final evaluation waits for every stage's final (averaged) weights.
+        auto weights = relay->gatherPipeline(a().stages, std::chrono::seconds(5), final ? uint64_t(finalMarker()) : 0);
+        if (!weights) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            continue;
+        }
+        try {
+            const auto e = train::evaluateParameters(config.run.model, *weights, *config.test);
+            {
+                std::lock_guard lock(mutex);
+                progress.testAccuracy = e.accuracy;
+            }
+            char text[200];
+            std::snprintf(text, sizeof text, "%s cluster %d at step %lld: test accuracy %.2f%%, test loss %.4f",
+                          final ? "done:" : "evaluated", a().cluster + 1, (long long)step, e.accuracy * 100, e.loss);
+            say(text);
+        } catch (const Error &e) {
+            say(std::string("evaluation failed: ") + e.what());
+        }
+        return;
+    }
+    say(std::string(final ? "final " : "") + "evaluation skipped: not every stage of the pipeline answered in time");
+}
+
+void StageSession::Impl::scheduleEvaluation(bool final)
+{
+    if (evaluating.exchange(true))
+        return; // one at a time; a periodic one may be skipped
+    if (evalThread.joinable())
+        evalThread.join();
+    const int64_t step = runtime->version();
+    evalThread = std::thread([this, final, step] {
+        evaluatePipeline(final, step);
+        evaluating = false;
+    });
+}
+
+void StageSession::Impl::finish()
+{
+    const auto &run = config.run;
+    // One last averaging round, so that every cluster ends with the same weights.
+    if (run.averagingInterval > 0)
+        averageRings(run.totalSteps / run.averagingInterval + 1);
+    publishSnapshot(finalMarker());
+    writer->submit(runtime->state());
+    writer->flush();
+    noteProgress(runtime->version(), true);
+    if (root()) {
+        if (evalThread.joinable())
+            evalThread.join();
+        evaluating = true;
+        evaluatePipeline(true, runtime->version());
+        evaluating = false;
+    }
+}
+
+void StageSession::Impl::stageMain()
+{
+    transport->beginRun();
+    const int64_t perStep = std::max<int64_t>(1, config.run.accumulation);
+    const int64_t microbatches = root() ? std::max<int64_t>(0, (config.run.totalSteps - runtime->version()) * perStep)
+                                        : std::numeric_limits<int64_t>::max() / 4;
+    const train::StageRunResult result = runtime->run(microbatches);
+    {
+        std::lock_guard lock(mutex);
+        progress.staleness = result.metrics.meanStaleness();
+        const double wall = result.metrics.busySeconds + result.metrics.waitSeconds;
+        progress.busyFraction = wall > 0 ? result.metrics.busySeconds / wall : 0;
+        if (result.metrics.lastLoss > 0)
+            progress.loss = result.metrics.lastLoss;
+    }
+    switch (result.stop.kind) {
+    case train::StopKind::Finished: {
+        finish();
+        std::lock_guard lock(mutex);
+        phase = Phase::Finished;
+        lastStop = "the run is complete";
+        break;
+    }
+    case train::StopKind::Cancelled: {
+        writer->submit(runtime->state()); // keep what this run did
+        std::lock_guard lock(mutex);
+        phase = Phase::Waiting;
+        lastStop = result.stop.reason;
+        break;
+    }
+    case train::StopKind::Failed: {
+        writer->submit(runtime->state());
+        std::lock_guard lock(mutex);
+        phase = Phase::Failed;
+        lastStop = result.stop.reason;
+        break;
+    }
+    }
+    if (result.stop.kind != train::StopKind::Finished)
+        say("stage run stopped: " + result.stop.reason);
+    running = false;
+}
+
+StageSession::StageSession(PeerMesh &mesh, StageSessionConfig config, Callbacks callbacks)
+    : d(std::make_unique<Impl>(mesh, std::move(config), std::move(callbacks)))
+{
+    if (!d->config.gate || !d->config.checkpoints || !d->config.train || !d->config.test)
+        throw Error("stage session: missing gate, checkpoint store or data");
+    d->build();
+    d->restore();
+}
+
+StageSession::~StageSession()
+{
+    d->transport->abort({train::StopKind::Cancelled, d->a().stage, "this node's assignment changed or it stops"});
+    for (auto &r : d->rings)
+        if (r.links)
+            r.links->cancel();
+    if (d->stageThread.joinable())
+        d->stageThread.join();
+    if (d->evalThread.joinable())
+        d->evalThread.join();
+    d->writer->submit(d->runtime->state());
+    d->writer->flush();
+}
+
+void StageSession::deliver(const std::string &peer, net::Message &&message)
+{
+    if (auto *chunk = std::get_if<net::RingChunk>(&message)) {
+        for (auto &r : d->rings)
+            if (r.links && r.ref.ringId == chunk->ringId)
+                r.links->deliver(peer, std::move(*chunk));
+        return;
+    }
+    if (std::holds_alternative<net::WeightsRequest>(message) || std::holds_alternative<net::WeightsReply>(message)) {
+        d->relay->deliver(peer, std::move(message));
+        return;
+    }
+    d->transport->deliver(peer, std::move(message));
+}
+
+void StageSession::linkChanged(const std::string &peer, bool up) { d->transport->linkChanged(peer, up); }
+
+void StageSession::writable(const std::string &peer) { d->transport->writable(peer); }
+
+void StageSession::poke()
+{
+    {
+        std::lock_guard lock(d->mutex);
+        if (d->phase != Phase::Waiting)
+            return;
+    }
+    if (d->running || !d->transport->neighboursUp())
+        return;
+    if (d->stageThread.joinable())
+        d->stageThread.join();
+    {
+        std::lock_guard lock(d->mutex);
+        d->phase = Phase::Training;
+    }
+    d->running = true;
+    d->stageThread = std::thread([this] { d->stageMain(); });
+}
+
+StageSession::Phase StageSession::phase() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->phase;
+}
+
+std::string StageSession::lastStop() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->lastStop;
+}
+
+StageProgress StageSession::progress() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->progress;
+}
+
+const coord::Assignment &StageSession::assignment() const { return d->config.assignment; }
+
+} // namespace rookery::node

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "engine/coord/assignment.h"
+#include "engine/data/image_dataset.h"
+#include "engine/device/thread_config.h"
+#include "engine/device/work_gate.h"
+#include "engine/net/wire_message.h"
+#include "engine/train/trainer.h"
+
+namespace rookery::store {
+class CheckpointStore;
+}
+
+namespace rookery::node {
+
+class PeerMesh;
+
+/// What a stage session needs besides its assignment.
+struct StageSessionConfig
+{
+    coord::RunConfig run;
+    coord::Assignment assignment;
+    std::shared_ptr<const data::ImageDataset> train;
+    std::shared_ptr<const data::ImageDataset> test;
+    device::WorkGate *gate = nullptr;
+    device::ThreadConfig threads{1, 1};
+    store::CheckpointStore *checkpoints = nullptr;
+    int keepCheckpoints = 3;
+    int64_t checkpointEvery = 50; ///< optimizer steps
+    int64_t evaluateEvery = 100;  ///< optimizer steps; the root evaluates its pipeline's model
+    std::chrono::milliseconds ringTimeout{20'000};
+};
+
+/// Figures a session publishes as it trains.
+struct StageProgress
+{
+    int64_t step = 0;
+    int64_t totalSteps = 0;
+    double samplesPerSecond = 0;
+    double loss = 0;
+    double testAccuracy = -1;
+    int64_t samplesTotal = 0;
+    double busyFraction = 0;
+    double staleness = 0;
+    int64_t ringRounds = 0;  ///< averaging rounds completed
+    int64_t ringSkipped = 0; ///< rounds abandoned (a member away or silent)
+};
+
+/// One assignment of this node: its pipeline stage over the network, its rings, its
+/// checkpoints. Built when an assignment arrives and torn down (after a checkpoint)
+/// when the placement changes. Trains on a thread of its own; the node's control
+/// thread calls poke() now and then to restart a run that stopped because a
+/// neighbour went away, once the neighbour is back.
+///
+/// Thread safety: deliver(), linkChanged() and writable() on the network thread; the
+/// rest on the control thread. Callbacks come from the stage thread.
+class StageSession
+{
+public:
+    struct Callbacks
+    {
+        std::function<void(const std::string &)> message;
+        std::function<void(const StageProgress &)> progress;
+    };
+    enum class Phase { Waiting, Training, Finished, Failed };
+
+    /// Builds the stage and restores it: from this node's newest checkpoint of the same
+    /// layers (then catches up with a ring peer's current weights), or from the peer
+    /// named in the assignment's weightsFrom. Throws rookery::Error on bad settings.
+    StageSession(PeerMesh &mesh, StageSessionConfig config, Callbacks callbacks);
+    /// Stops the run (Cancelled), joins the stage thread and checkpoints.
+    ~StageSession();
+    StageSession(const StageSession &) = delete;
+    StageSession &operator=(const StageSession &) = delete;
+
+    void deliver(const std::string &peer, net::Message &&message);
+    void linkChanged(const std::string &peer, bool up);
+    void writable(const std::string &peer);
+
+    /// Starts a run if none is going and the neighbours are up.
+    void poke();
+    Phase phase() const;
+    /// The error that failed the session, or why the last run stopped.
+    std::string lastStop() const;
+    StageProgress progress() const;
+    const coord::Assignment &assignment() const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> d;
+};
+
+/// The checkpoint run name for a layer range of a swarm run: "swarm:<run>:layers 0-2".
+std::string swarmCheckpointRun(const std::string &runId, size_t firstLayer, size_t lastLayer);
+
+} // namespace rookery::node

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Helpers for the coordinator tests: measured-looking profiles, heterogeneous
+// populations, a coordinator on loopback with short timeouts, and clients.
+#pragma once
+
+#include <QtTest>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/coord/coordinator.h"
+#include "engine/coord/coordinator_client.h"
+#include "engine/device/capability_profile.h"
+#include "engine/model/model_zoo.h"
+#include "engine/swarm/swarm_planner.h"
+#include "tests/support/test_support.h"
+
+namespace rookery::test {
+
+/// A profile as engine/device would measure it.
+inline std::string profileJson(double gflops, uint64_t memoryBytes)
+{
+    device::CapabilityProfile p;
+    p.cpuModel = "Test CPU";
+    p.physicalCores = p.logicalCores = p.allowedCores = 4;
+    p.ramTotalBytes = memoryBytes * 2;
+    p.ramAvailableBytes = memoryBytes;
+    p.gflopsOneThread = gflops / 4;
+    p.gflopsAllThreads = gflops;
+    p.memoryBandwidthBytesPerSecond = 10e9;
+    p.dataDir = "/tmp";
+    p.diskFreeBytes = uint64_t(10) << 30;
+    p.measuredAtMs = 1714000000000;
+    return device::toJson(p);
+}
+
+/// What the MLP needs of a cluster at microbatch 64 with SGD + momentum.
+inline int64_t mlpDemandBytes() { return swarm::demandOf({model::mlpSpec(), 64, 1}).memoryBytes; }
+
+/// A coordinator's settings for tests: loopback, ephemeral ports, short timeouts.
+inline coord::CoordinatorSettings testSettings(const std::filesystem::path &dataDir)
+{
+    coord::CoordinatorSettings s;
+    s.dataDir = dataDir;
+    s.swarmName = "test swarm";
+    s.bindAddress = "127.0.0.1";
+    s.port = 0;
+    s.statusPort = 0;
+    s.run.model = model::mlpSpec();
+    s.run.microbatch = 64;
+    s.heartbeatInterval = std::chrono::milliseconds(100);
+    s.heartbeatTimeout = std::chrono::milliseconds(600);
+    s.rejoinGrace = std::chrono::milliseconds(1200);
+    s.restartGrace = std::chrono::milliseconds(5000);
+    s.firstPlanDelay = std::chrono::milliseconds(0);
+    s.planInterval = std::chrono::milliseconds(20);
+    s.statusFeedInterval = std::chrono::milliseconds(200);
+    s.ioThreads = 1;
+    s.planGenerations = 30;
+    return s;
+}
+
+/// A node's client plus everything its callbacks saw.
+struct TestNode
+{
+    net::Identity identity = net::Identity::generate();
+    std::unique_ptr<coord::CoordinatorClient> client;
+    mutable std::mutex mutex;
+    std::vector<coord::Registration> registrations;
+    std::vector<coord::Assignment> updates;
+    std::vector<std::string> errors;
+    int connects = 0, disconnects = 0;
+
+    void start(net::NetContext &net, const net::CoordinatorAddress &address, double gflops, uint64_t memory,
+               const std::string &profile = {})
+    {
+        coord::CoordinatorClientConfig c;
+        c.address = address;
+        c.name = "node-" + identity.nodeId().substr(0, 6);
+        c.listenAddress = "0.0.0.0:" + std::to_string(7500 + (identity.nodeId()[0] % 100));
+        c.profileJson = profile.empty() ? profileJson(gflops, memory) : profile;
+        c.uploadBytesPerSecond = 100e6;
+        c.initialBackoff = std::chrono::milliseconds(50);
+        c.maxBackoff = std::chrono::milliseconds(400);
+        coord::CoordinatorClientEvents e;
+        e.registered = [this](const coord::Registration &r) {
+            std::lock_guard lock(mutex);
+            registrations.push_back(r);
+        };
+        e.assignmentChanged = [this](const coord::Assignment &a) {
+            std::lock_guard lock(mutex);
+            updates.push_back(a);
+        };
+        e.error = [this](const std::string &text) {
+            std::lock_guard lock(mutex);
+            errors.push_back(text);
+        };
+        e.connection = [this](bool up) {
+            std::lock_guard lock(mutex);
+            ++(up ? connects : disconnects);
+        };
+        client = std::make_unique<coord::CoordinatorClient>(net, c, identity, e);
+        client->start();
+    }
+    size_t registrationCount() const
+    {
+        std::lock_guard lock(mutex);
+        return registrations.size();
+    }
+    size_t updateCount() const
+    {
+        std::lock_guard lock(mutex);
+        return updates.size();
+    }
+    std::string lastError() const
+    {
+        std::lock_guard lock(mutex);
+        return errors.empty() ? std::string() : errors.back();
+    }
+    int disconnectCount() const
+    {
+        std::lock_guard lock(mutex);
+        return disconnects;
+    }
+    coord::Assignment assignment() const { return client->assignment(); }
+    bool training() const { return client && client->assignment().isTraining(); }
+};
+
+/// Polls `predicate` until it holds; generous, because these tests run next to others
+/// on a 2-core machine.
+inline bool eventually(const std::function<bool()> &predicate,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(30))
+{
+    return waitFor(predicate, timeout);
+}
+
+} // namespace rookery::test

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The status API over HTTPS on loopback, read the way the desktop app's peer graph will
+// read it: GET /v1/status, the WebSocket feed, and clear errors for bad requests.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+
+#include <set>
+
+#include <boost/asio/connect.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
+
+#include "engine/net/identity.h"
+#include "engine/net/openssl_util.h"
+#include "engine/net/tls_context.h"
+#include "tests/engine/coord/coord_test_support.h"
+
+using namespace rookery;
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using Stream = beast::ssl_stream<beast::tcp_stream>;
+
+namespace {
+
+struct Reply
+{
+    int status = 0;
+    QJsonObject json;
+    std::string body;
+    std::string contentType;
+};
+
+// A TLS connection to the status port that checks the pinned certificate, as clients must.
+class StatusClient
+{
+public:
+    StatusClient(uint16_t port, const std::string &pin)
+        : m_tls(net::makeTlsContext({}, false))
+        , m_stream(m_ioc, *m_tls)
+    {
+        m_stream.set_verify_mode(asio::ssl::verify_none); // the pin below is the check
+        beast::get_lowest_layer(m_stream).expires_after(10s);
+        beast::get_lowest_layer(m_stream).connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+        m_stream.handshake(asio::ssl::stream_base::client);
+        X509 *cert = SSL_get0_peer_certificate(m_stream.native_handle());
+        QVERIFY(cert);
+        QCOMPARE(net::ossl::certFingerprint(cert), pin);
+    }
+
+    Reply request(http::verb verb, const std::string &target)
+    {
+        http::request<http::string_body> req{verb, target, 11};
+        req.set(http::field::host, "127.0.0.1");
+        return exchange(req);
+    }
+
+    Reply raw(const std::string &bytes)
+    {
+        asio::write(m_stream, asio::buffer(bytes));
+        return readReply();
+    }
+
+    Stream &stream() { return m_stream; }
+
+private:
+    Reply exchange(http::request<http::string_body> &req)
+    {
+        http::write(m_stream, req);
+        return readReply();
+    }
+
+    Reply readReply()
+    {
+        beast::flat_buffer buffer;
+        http::response<http::string_body> res;
+        http::read(m_stream, buffer, res);
+        Reply r{int(res.result_int()), {}, res.body(), std::string(res[http::field::content_type])};
+        r.json = QJsonDocument::fromJson(QByteArray::fromStdString(res.body())).object();
+        return r;
+    }
+
+    asio::io_context m_ioc;
+    std::shared_ptr<asio::ssl::context> m_tls;
+    Stream m_stream;
+};
+
+} // namespace
+
+class TestStatusApi : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<net::NetContext> m_net;
+    std::unique_ptr<coord::Coordinator> m_coordinator;
+    std::vector<std::unique_ptr<test::TestNode>> m_nodes;
+    std::string m_pin;
+
+    StatusClient client() { return StatusClient(m_coordinator->statusPort(), m_pin); }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_net = std::make_unique<net::NetContext>(1);
+        auto s = test::testSettings(m_dir.filePath("coord").toStdString());
+        s.firstPlanDelay = 300ms;
+        m_coordinator = std::make_unique<coord::Coordinator>(s);
+        m_pin = m_coordinator->coordinatorAddress().sha256;
+        // Two clusters of two.
+        const uint64_t memory = uint64_t(double(test::mlpDemandBytes()) * 0.6);
+        for (int i = 0; i < 4; ++i) {
+            m_nodes.push_back(std::make_unique<test::TestNode>());
+            m_nodes.back()->start(*m_net, m_coordinator->coordinatorAddress(), 50, memory);
+            m_nodes.back()->client->report({100.0 + i, 10, 0.5, coord::NodeActivity::Training, 640, 0.9});
+        }
+        QVERIFY(test::eventually(
+            [&] { return std::all_of(m_nodes.begin(), m_nodes.end(), [](const auto &n) { return n->training(); }); }));
+        QVERIFY(test::eventually([&] { return m_coordinator->counters().heartbeats >= 8; }));
+    }
+
+    void cleanupTestCase()
+    {
+        m_nodes.clear();
+        m_coordinator.reset();
+        m_net.reset();
+    }
+
+    void statusDescribesTheSwarm()
+    {
+        auto c = client();
+        const Reply r = c.request(http::verb::get, "/v1/status");
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.contentType, std::string("application/json"));
+        const auto &j = r.json;
+        QCOMPARE(j["swarm"].toString(), QStringLiteral("test swarm"));
+        QCOMPARE(j["coordinator"].toString().toStdString(), m_coordinator->address());
+        QCOMPARE(j["run"].toObject()["model"].toString(), QStringLiteral("mlp"));
+        QCOMPARE(j["run"].toObject()["microbatch"].toInt(), 64);
+        QVERIFY(j["plan"].toObject()["planned"].toBool());
+        QCOMPARE(j["plan"].toObject()["clusters"].toInt(), 2);
+        QVERIFY(j["plan"].toObject()["predicted_samples_per_second"].toDouble() > 0);
+        const auto nodes = j["nodes"].toArray();
+        QCOMPARE(nodes.size(), 4);
+        std::set<QString> ids;
+        for (const auto &n : nodes) {
+            const auto o = n.toObject();
+            ids.insert(o["id"].toString());
+            QCOMPARE(o["presence"].toString(), QStringLiteral("online"));
+            QCOMPARE(o["state"].toString(), QStringLiteral("training"));
+            QCOMPARE(o["activity"].toString(), QStringLiteral("training"));
+            QVERIFY(o["samples_per_second"].toDouble() >= 100);
+            QVERIFY(o.contains("last_seen_ms_ago") && o.contains("stage") && o.contains("first_layer"));
+        }
+        const auto clusters = j["clusters"].toArray();
+        QCOMPARE(clusters.size(), 2);
+        for (const auto &cv : clusters) {
+            const auto cl = cv.toObject();
+            const auto stages = cl["stages"].toArray();
+            QCOMPARE(stages.size(), 2);
+            for (const auto &s : stages)
+                QVERIFY(ids.count(s.toObject()["node_id"].toString()));
+            QVERIFY(cl["measured_samples_per_second"].toDouble() >= 100);
+            QVERIFY(cl["predicted_samples_per_second"].toDouble() > 0);
+        }
+        // Links: one pipeline link per cluster, and ring links between the clusters.
+        int pipeline = 0, ring = 0;
+        for (const auto &l : j["links"].toArray()) {
+            const auto o = l.toObject();
+            QVERIFY(ids.count(o["from"].toString()) && ids.count(o["to"].toString()));
+            (o["kind"].toString() == "pipeline" ? pipeline : ring)++;
+        }
+        QCOMPARE(pipeline, 2);
+        QVERIFY(ring >= 1);
+        QVERIFY(!j["rings"].toArray().isEmpty());
+        QCOMPARE(j["counts"].toObject()["online"].toInt(), 4);
+        // Keep-alive: a second request on the same connection.
+        QCOMPARE(c.request(http::verb::get, "/v1/status?pretty=0").status, 200);
+    }
+
+    void badRequestsGetClearErrors()
+    {
+        auto c1 = client();
+        Reply r = c1.request(http::verb::get, "/v1/nodes");
+        QCOMPARE(r.status, 404);
+        QCOMPARE(r.contentType, std::string("application/json"));
+        QVERIFY2(r.json["error"].toString().contains("no such path '/v1/nodes'"), r.body.c_str());
+        r = c1.request(http::verb::post, "/v1/status");
+        QCOMPARE(r.status, 405);
+        QVERIFY2(r.json["error"].toString().contains("read-only"), r.body.c_str());
+        r = c1.request(http::verb::get, "/v1/status/feed");
+        QCOMPARE(r.status, 400);
+        QVERIFY2(r.json["error"].toString().contains("WebSocket"), r.body.c_str());
+        r = c1.request(http::verb::get, "/metrics"); // a later issue's hook
+        QCOMPARE(r.status, 404);
+        auto c2 = client();
+        r = c2.raw("HELLO\x01WORLD\r\n\r\n");
+        QCOMPARE(r.status, 400);
+        QVERIFY2(r.json["error"].toString().startsWith("malformed HTTP request: "), r.body.c_str());
+    }
+
+    void feedPushesTheStatus()
+    {
+        auto c = client();
+        websocket::stream<Stream &> ws(c.stream());
+        ws.handshake("127.0.0.1", "/v1/status/feed");
+        for (int i = 0; i < 2; ++i) { // the first at once, the next within the feed interval
+            beast::flat_buffer b;
+            ws.read(b);
+            QVERIFY(ws.got_text());
+            const auto j =
+                QJsonDocument::fromJson(QByteArray::fromStdString(beast::buffers_to_string(b.data()))).object();
+            QCOMPARE(j["nodes"].toArray().size(), 4);
+            QCOMPARE(j["swarm"].toString(), QStringLiteral("test swarm"));
+        }
+        ws.close(websocket::close_code::normal);
+    }
+
+    void feedIsOnlyAtItsPath()
+    {
+        auto c = client();
+        const Reply r = c.raw("GET /v1/feed HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
+                              "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
+        QCOMPARE(r.status, 404);
+        QVERIFY2(r.json["error"].toString().contains("/v1/status/feed"), r.body.c_str());
+    }
+};
+
+QTEST_APPLESS_MAIN(TestStatusApi)
+#include "tst_status_api.moc"

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// rookery-coordinator as a process: its command line, the address it prints, a node
+// registering with it, a clean stop on SIGTERM, and a restart that the node survives.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <signal.h>
+
+#include "tests/engine/coord/coord_test_support.h"
+
+using namespace rookery;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Starts the coordinator and reads its address from its output.
+class CoordinatorProcess
+{
+public:
+    CoordinatorProcess(const QString &dataDir, uint16_t port)
+    {
+        m_process.setProcessChannelMode(QProcess::MergedChannels);
+        m_process.start(test::programPath(QStringLiteral("rookery-coordinator")),
+                        {QStringLiteral("--data-dir"), dataDir, QStringLiteral("--bind"), QStringLiteral("127.0.0.1"),
+                         QStringLiteral("--port"), QString::number(port), QStringLiteral("--status-port"),
+                         QStringLiteral("0"), QStringLiteral("--heartbeat-ms"), QStringLiteral("100"),
+                         QStringLiteral("--heartbeat-timeout-ms"), QStringLiteral("2000"),
+                         QStringLiteral("--first-plan-delay-ms"), QStringLiteral("0")});
+        test::eventually([&] {
+            m_process.waitForReadyRead(100);
+            m_output += QString::fromLocal8Bit(m_process.readAll());
+            return m_output.contains(QStringLiteral("address: ")) &&
+                   m_output.contains(QLatin1Char('\n'), Qt::CaseSensitive);
+        });
+        const auto at = m_output.indexOf(QStringLiteral("address: "));
+        if (at >= 0)
+            m_address = m_output.mid(at + 9, m_output.indexOf(QLatin1Char('\n'), at) - at - 9).trimmed();
+    }
+
+    ~CoordinatorProcess()
+    {
+        if (m_process.state() != QProcess::NotRunning) {
+            m_process.kill();
+            m_process.waitForFinished(5000);
+        }
+    }
+
+    QString address() const { return m_address; }
+    QString output() const { return m_output; }
+
+    /// SIGTERM, then the exit code (-1 when it did not exit by itself).
+    int terminate()
+    {
+        ::kill(pid_t(m_process.processId()), SIGTERM);
+        if (!m_process.waitForFinished(20000))
+            return -1;
+        m_output += QString::fromLocal8Bit(m_process.readAll());
+        return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
+    }
+
+private:
+    QProcess m_process;
+    QString m_output;
+    QString m_address;
+};
+
+} // namespace
+
+class TestCoordinatorProcess : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void commandLine_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("says");
+        QTest::newRow("help") << QStringList{QStringLiteral("--help")} << 0 << "--averaging-interval";
+        QTest::newRow("version") << QStringList{QStringLiteral("--version")} << 0 << "rookery-coordinator";
+        QTest::newRow("unknown option") << QStringList{QStringLiteral("--frobnicate")} << 2 << "frobnicate";
+        QTest::newRow("unknown model") << QStringList{QStringLiteral("--model"), QStringLiteral("gpt")} << 2 << "gpt";
+        QTest::newRow("timeout below the interval")
+            << QStringList{QStringLiteral("--heartbeat-ms"), QStringLiteral("1000"),
+                           QStringLiteral("--heartbeat-timeout-ms"), QStringLiteral("500")}
+            << 2 << "--heartbeat-timeout-ms";
+    }
+
+    void commandLine()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QString, says);
+        QString out, err;
+        QCOMPARE(test::runProgram(test::programPath(QStringLiteral("rookery-coordinator")), args, &out, &err, 30s),
+                 exitCode);
+        QVERIFY2((out + err).contains(says), qPrintable(out + err));
+    }
+
+    void nodeSurvivesARestart()
+    {
+        QTemporaryDir dir;
+        const QString dataDir = dir.filePath(QStringLiteral("coord"));
+        auto first = std::make_unique<CoordinatorProcess>(dataDir, 0);
+        QVERIFY2(!first->address().isEmpty(), qPrintable(first->output()));
+        const auto address = net::CoordinatorAddress::parse(first->address().toStdString());
+        QCOMPARE(address.sha256.size(), size_t(64));
+
+        net::NetContext ctx(1);
+        test::TestNode node;
+        node.start(ctx, address, 50, uint64_t(test::mlpDemandBytes()) * 2);
+        QVERIFY(test::eventually([&] { return node.training(); }));
+        const auto assignment = node.assignment();
+
+        QCOMPARE(first->terminate(), 0);
+        QVERIFY2(first->output().contains(QStringLiteral("stopped")), qPrintable(first->output()));
+        QVERIFY(test::eventually([&] { return node.disconnectCount() >= 1; }));
+
+        CoordinatorProcess second(dataDir, address.port);
+        QCOMPARE(second.address(), first->address()); // the same certificate, so the same pin
+        QVERIFY(test::eventually([&] { return node.registrationCount() >= 2; }));
+        QCOMPARE(node.client->registration()->assignment, assignment);
+        node.client->stop();
+        QCOMPARE(second.terminate(), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCoordinatorProcess)
+#include "tst_coordinator_process.moc"

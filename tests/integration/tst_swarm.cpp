@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Acceptance of the swarm: a coordinator and 4 node processes (2 clusters of 2 stages)
+// on loopback reach 85% test accuracy on Fashion-MNIST with the MLP; the same with one
+// node killed by SIGKILL mid-run and restarted, which resumes from its checkpoint.
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <csignal>
+
+#include "tests/support/test_support.h"
+
+using namespace rookery;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The steps every cluster trains; the unsplit model needs about 1,500 of 64 samples for
+// 85%, two clusters averaging every 10 steps need fewer each.
+const QString kSteps = QStringLiteral("1200");
+
+QStringList swarmArgs(const QString &workDir)
+{
+    return {QStringLiteral("--nodes"),
+            QStringLiteral("4"),
+            QStringLiteral("--cluster-size"),
+            QStringLiteral("2"),
+            QStringLiteral("--steps"),
+            kSteps,
+            QStringLiteral("--averaging-interval"),
+            QStringLiteral("10"),
+            QStringLiteral("--work-dir"),
+            workDir,
+            QStringLiteral("--dataset-dir"),
+            QString::fromStdString(test::fashionMnistDir().string()),
+            QStringLiteral("--quiet")};
+}
+
+struct SwarmRun
+{
+    QProcess process;
+    QString output;
+    void read() { output += QString::fromUtf8(process.readAllStandardOutput()); }
+    bool waitFor(const std::function<bool()> &condition, std::chrono::milliseconds timeout)
+    {
+        return test::waitFor(
+            [&] {
+                process.waitForReadyRead(50);
+                read();
+                return condition();
+            },
+            timeout);
+    }
+    std::vector<double> finalAccuracies() const
+    {
+        std::vector<double> out;
+        static const QRegularExpression re(QStringLiteral("final test accuracy, cluster \\d+: ([0-9.]+)%"));
+        auto it = re.globalMatch(output);
+        while (it.hasNext())
+            out.push_back(it.next().captured(1).toDouble() / 100.0);
+        return out;
+    }
+};
+
+} // namespace
+
+class TestSwarm : public QObject
+{
+    Q_OBJECT
+
+    void checkAccuracy(const SwarmRun &run)
+    {
+        const auto acc = run.finalAccuracies();
+        QVERIFY2(acc.size() == 2, qPrintable(run.output.right(3000)));
+        for (double a : acc) {
+            qInfo("final test accuracy %.2f%%", a * 100);
+            QVERIFY2(a >= 0.85, qPrintable(run.output.right(3000)));
+        }
+    }
+
+private Q_SLOTS:
+    void twoClustersOfTwoReach85Percent()
+    {
+        QTemporaryDir dir;
+        SwarmRun run;
+        run.process.setProcessChannelMode(QProcess::MergedChannels);
+        run.process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(dir.path()));
+        QVERIFY(run.process.waitForStarted());
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        QVERIFY(run.output.contains(QStringLiteral("the run is complete")));
+        // Two clusters of two stages: every node held half of the model.
+        QCOMPARE(run.output.count(QStringLiteral("stage 1/2")) + run.output.count(QStringLiteral("stage 2/2")) >= 4,
+                 true);
+        checkAccuracy(run);
+    }
+
+    void killedNodeResumesFromItsCheckpoint()
+    {
+        QTemporaryDir dir;
+        SwarmRun run;
+        run.process.setProcessChannelMode(QProcess::MergedChannels);
+        run.process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(dir.path()));
+        QVERIFY(run.process.waitForStarted());
+        // Node 3, once it has trained past a checkpoint (every 50 steps).
+        static const QRegularExpression pidLine(QStringLiteral("\\[node 3\\] started, pid (\\d+)"));
+        QVERIFY2(run.waitFor([&] { return pidLine.match(run.output).hasMatch(); }, 60s), qPrintable(run.output));
+        const int pid = pidLine.match(run.output).captured(1).toInt();
+        static const QRegularExpression progress(QStringLiteral("\\[node 3\\] step (\\d+)/"));
+        QVERIFY2(run.waitFor(
+                     [&] {
+                         int last = 0;
+                         auto it = progress.globalMatch(run.output);
+                         while (it.hasNext())
+                             last = it.next().captured(1).toInt();
+                         return last >= 300;
+                     },
+                     4min),
+                 qPrintable(run.output.right(3000)));
+        QCOMPARE(::kill(pid, SIGKILL), 0);
+        QVERIFY2(run.waitFor([&] { return run.output.contains(QStringLiteral("[node 3] restarted")); }, 60s),
+                 qPrintable(run.output.right(3000)));
+        static const QRegularExpression resumed(QStringLiteral(
+            "\\[node 3\\] resuming stage \\d/2 \\(layers [0-9-]+\\) from its checkpoint at step (\\d+)"));
+        QVERIFY2(run.waitFor([&] { return resumed.match(run.output).hasMatch(); }, 90s),
+                 qPrintable(run.output.right(3000)));
+        QVERIFY(resumed.match(run.output).captured(1).toInt() >= 250);
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        checkAccuracy(run);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSwarm)
+#include "tst_swarm.moc"
