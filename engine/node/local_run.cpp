@@ -178,6 +178,7 @@ LocalRunSummary LocalRun::run(const std::atomic<bool> *stop)
         m_governor->leave(Clock::now() - stepStart);
         loss.add(m.loss);
         rate.add(m.samplesPerSecond());
+        progress.samplesTotal += m.samples;
         const int64_t step = trainer.stepCount();
         if (s.checkpointEvery > 0 && step % s.checkpointEvery == 0 && step < s.steps) {
             writer.submit(trainer.state());

@@ -48,6 +48,7 @@ struct LocalRunProgress
     double loss = 0;             ///< smoothed training loss
     double samplesPerSecond = 0; ///< smoothed
     double etaSeconds = -1;      ///< -1 while unknown
+    int64_t samplesTotal = 0;    ///< samples trained by this run() so far
     std::optional<train::EvalMetrics> lastEval;
 };
 

@@ -100,6 +100,8 @@ struct SwarmNode::Impl
     std::string lastError;
     bool refused = false;
 
+    std::unique_ptr<device::Governor> governor; // outlives every session and link
+
     std::mutex sessionMutex; // the network thread routes messages to the session
     std::shared_ptr<StageSession> session;
 
@@ -130,9 +132,11 @@ SwarmNode::SwarmNode(SwarmNodeSettings settings, Callbacks callbacks)
 {
     d->settings = std::move(settings);
     d->callbacks = std::move(callbacks);
+    d->governor = std::make_unique<device::Governor>(d->settings.governor);
 }
 
 SwarmNode::~SwarmNode() = default;
+device::Governor &SwarmNode::governor() { return *d->governor; }
 
 SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
 {
@@ -144,7 +148,7 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
     auto train = std::make_shared<data::ImageDataset>(data::loadFashionMnist(s.datasetDir, data::Split::Train));
     auto test = std::make_shared<data::ImageDataset>(data::loadFashionMnist(s.datasetDir, data::Split::Test));
     store::CheckpointStore checkpoints(s.dataDir / "rookery.db");
-    device::Governor governor(s.governor);
+    device::Governor &governor = *d->governor;
     const auto profile = device::loadCapabilityProfile(s.dataDir, false);
     const uint16_t port = s.port ? s.port : freePort(s.bindAddress);
     if (s.name.empty()) {

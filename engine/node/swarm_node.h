@@ -11,6 +11,10 @@
 #include "engine/device/governor_settings.h"
 #include "engine/node/stage_session.h"
 
+namespace rookery::device {
+class Governor;
+}
+
 namespace rookery::node {
 
 /// Settings of a node that joins a swarm.
@@ -65,6 +69,11 @@ public:
     /// coordinator keeps the assignment for a quick restart). Throws rookery::Error for
     /// bad settings, data or database before joining.
     SwarmNodeSummary run(const std::atomic<bool> *stop);
+
+    /// The resource governor every stage of this node passes: pause, resume, snooze and
+    /// new settings from any thread. Made in the constructor, which therefore throws
+    /// rookery::Error for invalid governor settings.
+    device::Governor &governor();
 
     struct Impl;
 
