@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/common/paths.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <system_error>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/common/error.h"
 
@@ -38,6 +47,41 @@ void ensurePrivateDirectory(const fs::path &dir)
     if (ec)
         throw Error("cannot create directory " + dir.string() + ": " + ec.message());
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+}
+
+void writePrivateFile(const fs::path &path, const std::string &text)
+{
+    const auto tmp = path.string() + ".tmp";
+    ::unlink(tmp.c_str());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        throw Error("cannot create " + tmp + ": " + std::strerror(errno));
+    const bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        ::unlink(tmp.c_str());
+        throw Error("cannot write " + path.string() + ": " + std::strerror(errno));
+    }
+}
+
+std::string readPrivateFile(const fs::path &path)
+{
+    struct stat st = {};
+    if (::stat(path.c_str(), &st) != 0)
+        throw Error("cannot read " + path.string() + ": " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        throw Error(path.string() + " is not a regular file");
+    if (st.st_mode & 077) {
+        char mode[8];
+        std::snprintf(mode, sizeof(mode), "%04o", unsigned(st.st_mode & 07777));
+        throw Error("refusing to use " + path.string() + ": other users may read it (mode " + mode +
+                    "); run 'chmod 600 " + path.string() + "'");
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    if (!in || !(text << in.rdbuf()))
+        throw Error("cannot read " + path.string());
+    return text.str();
 }
 
 } // namespace rookery

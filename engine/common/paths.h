@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 namespace rookery {
 
@@ -17,5 +18,13 @@ std::filesystem::path defaultFashionMnistDir();
 /// Creates the directory (and parents) with mode 0700 if it is missing; throws
 /// rookery::Error naming the path if that fails or if it is not a directory.
 void ensurePrivateDirectory(const std::filesystem::path &dir);
+
+/// Writes `text` to `path` with mode 0600, through a temporary file (created 0600,
+/// synced) and a rename, so a reader sees the old text or the new, never a mix.
+/// Throws rookery::Error naming the file.
+void writePrivateFile(const std::filesystem::path &path, const std::string &text);
+/// Reads a private file; throws rookery::Error when others may read it (any group or
+/// world permission bit), naming the file and the chmod that fixes it.
+std::string readPrivateFile(const std::filesystem::path &path);
 
 } // namespace rookery

@@ -23,10 +23,10 @@ CertificateAuthority CertificateAuthority::loadOrCreate(const std::filesystem::p
     ensurePrivateDirectory(dir);
     const auto keyPath = dir / "ca.key", certPath = dir / "ca.crt";
     if (std::filesystem::exists(keyPath) || std::filesystem::exists(certPath))
-        return fromPem(ossl::readPrivateFile(keyPath), ossl::readFile(certPath));
+        return fromPem(readPrivateFile(keyPath), ossl::readFile(certPath));
     auto ca = create(swarmName);
-    ossl::writePrivateFile(keyPath, ca.m_privateKeyPem);
-    ossl::writePrivateFile(certPath, ca.m_certificatePem);
+    writePrivateFile(keyPath, ca.m_privateKeyPem);
+    writePrivateFile(certPath, ca.m_certificatePem);
     return ca;
 }
 

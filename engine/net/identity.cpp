@@ -30,7 +30,7 @@ Identity Identity::loadOrCreate(const std::filesystem::path &dataDir)
     ensurePrivateDirectory(dataDir);
     const auto path = keyPath(dataDir);
     if (std::filesystem::exists(path)) {
-        std::string pem = ossl::readPrivateFile(path);
+        std::string pem = readPrivateFile(path);
         try {
             return fromPrivateKeyPem(std::move(pem));
         } catch (const Error &e) {
@@ -39,7 +39,7 @@ Identity Identity::loadOrCreate(const std::filesystem::path &dataDir)
         }
     }
     Identity id = generate();
-    ossl::writePrivateFile(path, id.m_privateKeyPem);
+    writePrivateFile(path, id.m_privateKeyPem);
     return id;
 }
 

@@ -1,15 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/net/openssl_util.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -225,37 +218,6 @@ Cert makeCertificate(EVP_PKEY *subjectKey, const std::string &cn, X509 *issuer, 
     if (!X509_sign(cert.get(), issuerKey, nullptr))
         fail("cannot sign a certificate for " + cn);
     return cert;
-}
-
-void writePrivateFile(const std::filesystem::path &path, const std::string &text)
-{
-    const auto tmp = path.string() + ".tmp";
-    ::unlink(tmp.c_str());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        throw Error("cannot create " + tmp + ": " + std::strerror(errno));
-    const bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        throw Error("cannot write " + path.string() + ": " + std::strerror(errno));
-    }
-}
-
-std::string readPrivateFile(const std::filesystem::path &path)
-{
-    struct stat st = {};
-    if (::stat(path.c_str(), &st) != 0)
-        throw Error("cannot read " + path.string() + ": " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        throw Error(path.string() + " is not a regular file");
-    if (st.st_mode & 077) {
-        char mode[8];
-        std::snprintf(mode, sizeof(mode), "%04o", unsigned(st.st_mode & 07777));
-        throw Error("refusing to use the private key " + path.string() + ": other users may read it (mode " + mode +
-                    "); run 'chmod 600 " + path.string() + "'");
-    }
-    return readFile(path);
 }
 
 std::string readFile(const std::filesystem::path &path)

@@ -49,11 +49,6 @@ Cert makeCertificate(EVP_PKEY *subjectKey, const std::string &commonName, X509 *
                      std::chrono::system_clock::time_point notBefore, std::chrono::system_clock::time_point notAfter,
                      bool isCa);
 
-/// Writes `text` to `path` with mode 0600 (through a temporary file and a rename).
-void writePrivateFile(const std::filesystem::path &path, const std::string &text);
-/// Reads a private file; throws rookery::Error when others may read it (any group or
-/// world permission bit), naming the file and the chmod that fixes it.
-std::string readPrivateFile(const std::filesystem::path &path);
 std::string readFile(const std::filesystem::path &path);
 
 } // namespace rookery::net::ossl
