@@ -3,12 +3,17 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <memory>
+#include <stop_token>
+#include <thread>
 #include <unistd.h>
 
+#include "app/node/control_host.h"
 #include "app/node/node_cli.h"
 #include "engine/common/error.h"
 #include "engine/common/format.h"
 #include "engine/common/log.h"
+#include "engine/device/governor.h"
 #include "engine/device/profile_service.h"
 #include "engine/node/local_run.h"
 #include "engine/node/swarm_node.h"
@@ -18,6 +23,48 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 void onSignal(int) { g_stop.store(true); }
+
+// The local control API, unless --no-control. Its POST /v1/stop does what SIGTERM does.
+std::unique_ptr<rookery::app::ControlHost> startControl(const rookery::app::NodeOptions &options,
+                                                        const std::string &mode)
+{
+    if (options.noControl)
+        return nullptr;
+    auto host = std::make_unique<rookery::app::ControlHost>(options.dataDir, options.controlPort, mode,
+                                                            [] { g_stop.store(true); });
+    if (!options.quiet)
+        std::printf("control API on 127.0.0.1:%u (token in %s/control-token)\n", unsigned(host->port()),
+                    options.dataDir.c_str());
+    return host;
+}
+
+rookery::control::NodeProgress nodeProgress(const rookery::node::LocalRunProgress &p)
+{
+    rookery::control::NodeProgress n;
+    n.training.step = p.step;
+    n.training.totalSteps = p.totalSteps;
+    n.training.loss = p.loss;
+    n.training.samplesPerSecond = p.samplesPerSecond;
+    n.training.testAccuracy = p.lastEval ? p.lastEval->accuracy : -1;
+    n.training.etaSeconds = p.etaSeconds;
+    n.samplesTotal = p.samplesTotal;
+    return n;
+}
+
+rookery::control::NodeProgress nodeProgress(const rookery::node::StageProgress &p)
+{
+    rookery::control::NodeProgress n;
+    n.training.step = p.step;
+    n.training.totalSteps = p.totalSteps;
+    n.training.loss = p.loss;
+    n.training.samplesPerSecond = p.samplesPerSecond;
+    n.training.testAccuracy = p.testAccuracy;
+    n.training.staleness = p.staleness;
+    n.samplesTotal = p.samplesTotal;
+    n.ringRounds = p.ringRounds;
+    n.ringSkipped = p.ringSkipped;
+    return n;
+}
 
 void installSignalHandlers()
 {
@@ -33,12 +80,18 @@ int runLocal(const rookery::app::NodeOptions &options)
     using namespace rookery;
     const bool tty = isatty(STDOUT_FILENO);
     const bool quiet = options.quiet;
+    const auto control = startControl(options, "local");
+    control::NodeControl *state = control ? &control->state() : nullptr;
     node::LocalRun::Callbacks cb;
-    cb.message = [quiet](const std::string &m) {
+    cb.message = [quiet, state](const std::string &m) {
+        if (state)
+            state->addEvent(node::EngineEvent::Level::Info, "node", m);
         if (!quiet)
             std::printf("%s\n", m.c_str());
     };
-    cb.progress = [tty, quiet](const node::LocalRunProgress &p) {
+    cb.progress = [tty, quiet, state](const node::LocalRunProgress &p) {
+        if (state)
+            state->publish(nodeProgress(p));
         if (quiet)
             return;
         std::string acc = p.lastEval ? format::percent(p.lastEval->accuracy) : "--";
@@ -65,7 +118,23 @@ int runLocal(const rookery::app::NodeOptions &options)
     };
 
     node::LocalRun run(options.local, cb);
+    if (state) {
+        node::AssignmentView a;
+        a.mode = "local";
+        a.swarm = "this machine";
+        a.role = "whole model";
+        a.stage = 0;
+        a.stageCount = 1;
+        a.model = options.local.model;
+        state->setAssignment(a);
+        state->setGovernor(&run.governor());
+        state->setRunning(true);
+    }
     const node::LocalRunSummary s = run.run(&g_stop);
+    if (state) {
+        state->setRunning(false);
+        state->setGovernor(nullptr);
+    }
     if (s.stopped) {
         // "stopped: resident memory ... crossed the cap ..." -> " (resident memory ...)"
         const auto colon = s.stopReason.find(": ");
@@ -97,12 +166,18 @@ int runSwarm(const rookery::app::NodeOptions &options)
         s.evaluateEvery = options.local.evalEvery;
     s.keepCheckpoints = options.local.keepCheckpoints;
     s.exitWhenDone = !options.stay;
+    const auto control = startControl(options, "swarm");
+    control::NodeControl *state = control ? &control->state() : nullptr;
     node::SwarmNode::Callbacks cb;
-    cb.message = [quiet](const std::string &m) {
+    cb.message = [quiet, state](const std::string &m) {
+        if (state)
+            state->addEvent(node::EngineEvent::Level::Info, "node", m);
         if (!quiet)
             std::printf("%s\n", m.c_str());
     };
-    cb.progress = [quiet](const node::StageProgress &p) {
+    cb.progress = [quiet, state](const node::StageProgress &p) {
+        if (state)
+            state->publish(nodeProgress(p));
         if (quiet)
             return;
         std::string acc = p.testAccuracy >= 0 ? "  test acc " + format::percent(p.testAccuracy) : "";
@@ -112,7 +187,28 @@ int runSwarm(const rookery::app::NodeOptions &options)
                     (long long)p.ringRounds, (long long)p.ringSkipped);
     };
     node::SwarmNode nodeRun(s, cb);
+    if (state) {
+        node::AssignmentView a;
+        a.mode = "swarm";
+        a.swarm = options.join;
+        state->setAssignment(a);
+        state->setGovernor(&nodeRun.governor());
+        state->setRunning(true);
+    }
+    // A stage held by a pause would never see the stop: end the pause when one comes.
+    std::jthread unpause([&nodeRun](std::stop_token quit) {
+        while (!quit.stop_requested() && !g_stop.load())
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (g_stop.load())
+            nodeRun.governor().resume();
+    });
     const auto summary = nodeRun.run(&g_stop);
+    unpause.request_stop();
+    unpause.join();
+    if (state) {
+        state->setRunning(false);
+        state->setGovernor(nullptr);
+    }
     if (summary.completed)
         std::printf("left the swarm: %s%s\n", summary.reason.c_str(),
                     summary.testAccuracy >= 0

@@ -26,6 +26,9 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
     p.option("port", "N", "swarm: the port peers reach this node at (0: any free port)", &o.port, 0, 65535);
     p.flag("stay", "swarm: stay in the swarm after the run is complete", &o.stay);
     p.option("data-dir", "DIR", "where the database and identity live", &o.dataDir);
+    p.option("control-port", "N", "the control API's port on 127.0.0.1 (0: any free; see DIR/control-port)",
+             &o.controlPort, 0, 65535);
+    p.flag("no-control", "serve no local control API (and no metrics)", &o.noControl);
     p.option("dataset-dir", "DIR", "Fashion-MNIST's .gz files", &o.datasetDir);
     p.option("run", "NAME", "name under which checkpoints are kept and resumed", &l.run);
     p.choice("model", "model to train", &l.model, model::modelNames());
@@ -68,8 +71,12 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
              "  rookery-node --model cnn --steps 2000 --run cnn-demo\n"
              "  rookery-node --cpu-percent 50 --schedule 'mon-fri 18:00-08:00, sat-sun all day'\n"
              "  rookery-node --profile --json       this machine's measured capabilities\n"
-             "  rookery-node --join 'wss://10.0.0.5:7400/#sha256=...'   join a swarm\n\n"
-             "Ctrl-C checkpoints and stops; running the same command again resumes.\n"
+             "  rookery-node --join 'wss://10.0.0.5:7400/#sha256=...'   join a swarm\n"
+             "  rookery --attach ~/.local/share/rookery   watch and steer this node from the desktop app\n\n"
+             "While it runs, the node serves a control API on 127.0.0.1 (status, pause, resume, settings,\n"
+             "stop) to clients that present the token in DIR/control-token, and Prometheus metrics at\n"
+             "/metrics to any local client. Ctrl-C or SIGTERM checkpoints and stops; running the same\n"
+             "command again resumes.\n"
              "Exit status: 0 done or stopped, 1 error, 2 bad command line.");
     if (p.parse(argc, argv) != ArgParser::Outcome::Run)
         return false;
@@ -85,6 +92,10 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
     }
     if ((o.json || o.remeasure) && !o.profile)
         throw Error("--json and --remeasure go with --profile");
+    if (o.profile && (p.given("control-port") || o.noControl))
+        throw Error("--control-port and --no-control do not go with --profile");
+    if (o.noControl && p.given("control-port"))
+        throw Error("--control-port and --no-control do not go together");
     if (!o.join.empty() && o.profile)
         throw Error("--profile and --join do not go together");
     if (o.join.empty())

@@ -21,7 +21,9 @@ struct NodeOptions
     std::string name;       ///< swarm: this node's name for people
     std::string bind = "127.0.0.1";
     int port = 0;
-    bool stay = false; ///< swarm: stay in the swarm after the run is complete
+    bool stay = false;      ///< swarm: stay in the swarm after the run is complete
+    int controlPort = 0;    ///< the local control API's port on 127.0.0.1; 0: any free port
+    bool noControl = false; ///< serve no local control API
 };
 
 /// Parses argv into `options`. Returns false when --help or --version was shown.
