@@ -54,6 +54,8 @@ int main(int argc, char **argv)
                     coordinator.run().model.name.c_str());
         std::printf("status: https://%s:%u/v1/status\n", coordinator.coordinatorAddress().host.c_str(),
                     unsigned(coordinator.statusPort()));
+        std::printf("metrics: https://%s:%u/metrics\n", coordinator.coordinatorAddress().host.c_str(),
+                    unsigned(coordinator.statusPort()));
         std::printf("address: %s\n", coordinator.address().c_str());
         int signal = 0;
         sigwait(&stopSignals, &signal);

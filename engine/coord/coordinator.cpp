@@ -19,6 +19,7 @@
 #include "engine/coord/assignment_builder.h"
 #include "engine/coord/coord_json.h"
 #include "engine/coord/coordinator_identity.h"
+#include "engine/coord/coordinator_metrics.h"
 #include "engine/coord/coordinator_store.h"
 #include "engine/coord/node_registry.h"
 #include "engine/coord/plan_state.h"
@@ -98,6 +99,7 @@ struct Coordinator::Impl
     void round(Clock::time_point now, std::map<std::string, Pending> events, bool republish, bool full);
     void publishPlacements();
     StatusDocument statusDocument();
+    StatusInputs statusInputs();
 
     void enqueueJoin(const std::string &id, const swarm::Capacity &c)
     {
@@ -249,7 +251,8 @@ void Coordinator::Impl::start()
     sc.port = settings.statusPort;
     sc.credentials = lc.credentials;
     sc.feedInterval = settings.statusFeedInterval;
-    status = std::make_unique<StatusServer>(*net, sc, [this] { return statusDocument(); });
+    status = std::make_unique<StatusServer>(
+        *net, sc, [this] { return statusDocument(); }, [this] { return coordinatorMetrics(statusInputs()); });
     host = hostForAddress(settings);
     worker = std::thread([this] { work(); });
 }
@@ -396,23 +399,28 @@ StatusDocument Coordinator::Impl::statusDocument()
     std::lock_guard lock(statusMutex);
     const auto now = Clock::now();
     if (!statusCache || cacheVersion != version || now - cacheAt > std::chrono::milliseconds(500)) {
-        StatusInputs in;
-        in.swarm = settings.swarmName;
-        in.address = "wss://" + host + ":" + std::to_string(listener->port()) + "/#sha256=" + identity.fingerprint;
-        in.run = run;
-        {
-            std::lock_guard s(summaryMutex);
-            in.plan = summary;
-        }
-        in.nodes = registry->snapshot();
-        in.counters = registry->counters();
-        in.uptimeMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - startedAt).count();
-        in.timeMs = unixMillis();
-        statusCache = std::make_shared<const std::string>(coord::statusJson(in));
+        statusCache = std::make_shared<const std::string>(coord::statusJson(statusInputs()));
         cacheVersion = version;
         cacheAt = now;
     }
     return {version, statusCache};
+}
+
+StatusInputs Coordinator::Impl::statusInputs()
+{
+    StatusInputs in;
+    in.swarm = settings.swarmName;
+    in.address = "wss://" + host + ":" + std::to_string(listener->port()) + "/#sha256=" + identity.fingerprint;
+    in.run = run;
+    {
+        std::lock_guard s(summaryMutex);
+        in.plan = summary;
+    }
+    in.nodes = registry->snapshot();
+    in.counters = registry->counters();
+    in.uptimeMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - startedAt).count();
+    in.timeMs = unixMillis();
+    return in;
 }
 
 Coordinator::Coordinator(CoordinatorSettings settings)

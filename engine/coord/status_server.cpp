@@ -265,10 +265,13 @@ private:
             return respond(http::status::bad_request,
                            errorBody("/v1/status/feed is a WebSocket: send an Upgrade request"), v, keep);
         if (path == "/metrics" && m_server->metrics)
-            return respond(http::status::ok, m_server->metrics(), v, keep, "text/plain; version=0.0.4");
-        if (path == "/")
-            return respond(http::status::ok, nlohmann::json{{"endpoints", {"/v1/status", "/v1/status/feed"}}}.dump(), v,
-                           keep);
+            return respond(http::status::ok, m_server->metrics(), v, keep, "text/plain; version=0.0.4; charset=utf-8");
+        if (path == "/") {
+            nlohmann::json endpoints = {"/v1/status", "/v1/status/feed"};
+            if (m_server->metrics)
+                endpoints.push_back("/metrics");
+            return respond(http::status::ok, nlohmann::json{{"endpoints", endpoints}}.dump(), v, keep);
+        }
         respond(http::status::not_found, errorBody("no such path '" + path + "'; try /v1/status or /v1/status/feed"), v,
                 keep);
     }

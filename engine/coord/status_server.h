@@ -32,8 +32,8 @@ struct StatusDocument
 /// own port. GET /v1/status returns the status JSON; GET /v1/status/feed upgrades to a
 /// WebSocket that pushes it every feed interval, and sooner when it changes. Malformed
 /// requests get 400, other methods 405 and unknown paths 404, each with a JSON body
-/// {"error": "..."} naming the problem. GET /metrics answers from `metrics` when one is
-/// given (a later issue), else 404.
+/// {"error": "..."} naming the problem. GET /metrics answers from `metrics` (Prometheus
+/// text, coordinator_metrics.h) when one is given, else 404.
 ///
 /// Thread safety: construct and stop from any thread; `source` and `metrics` are called
 /// on the NetContext's threads.

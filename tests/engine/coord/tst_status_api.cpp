@@ -201,8 +201,10 @@ private Q_SLOTS:
         r = c1.request(http::verb::get, "/v1/status/feed");
         QCOMPARE(r.status, 400);
         QVERIFY2(r.json["error"].toString().contains("WebSocket"), r.body.c_str());
-        r = c1.request(http::verb::get, "/metrics"); // a later issue's hook
-        QCOMPARE(r.status, 404);
+        r = c1.request(http::verb::get, "/metrics"); // Prometheus text (tst_metrics parses it)
+        QCOMPARE(r.status, 200);
+        QVERIFY2(r.contentType.starts_with("text/plain; version=0.0.4"), r.contentType.c_str());
+        QVERIFY2(r.body.find("\nrookery_coordinator_peers 4\n") != std::string::npos, r.body.c_str());
         auto c2 = client();
         r = c2.raw("HELLO\x01WORLD\r\n\r\n");
         QCOMPARE(r.status, 400);

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/coord/coordinator_metrics.h"
+
+#include <map>
+
+#include "engine/common/prometheus_text.h"
+#include "engine/common/version.h"
+
+namespace rookery::coord {
+
+std::string coordinatorMetrics(const StatusInputs &in)
+{
+    std::map<Presence, int> byPresence;
+    double swarmRate = 0;
+    for (const auto &n : in.nodes) {
+        ++byPresence[n.presence];
+        // Every sample passes each stage of its pipeline once: count it at the first.
+        if (n.presence == Presence::Online && n.state == AssignmentState::Training && n.stage == 0)
+            swarmRate += n.report.samplesPerSecond;
+    }
+    size_t clusters = 0;
+    for (const auto &c : in.plan.clusters)
+        clusters += c.feasible ? 1 : 0;
+
+    PrometheusText m;
+    using Type = PrometheusText::Type;
+    m.gauge("rookery_coordinator_info", "This coordinator: software version, swarm, run and model.", 1,
+            {{"version", kVersion}, {"swarm", in.swarm}, {"run", in.run.runId}, {"model", in.run.model.name}});
+    m.gauge("rookery_coordinator_uptime_seconds", "Seconds since this coordinator started.",
+            double(in.uptimeMs) / 1000.0);
+    m.gauge("rookery_coordinator_peers", "Nodes online: linked and sending heartbeats.",
+            double(byPresence[Presence::Online]));
+    m.family("rookery_coordinator_nodes", Type::Gauge, "Known nodes by presence.");
+    for (const Presence p : {Presence::Online, Presence::Lost, Presence::Gone, Presence::Left})
+        m.sample(byPresence[p], {{"presence", std::string(presenceName(p))}});
+    m.counter("rookery_coordinator_registrations_total", "Registrations accepted since start.",
+              double(in.counters.registrations));
+    m.counter("rookery_coordinator_refusals_total", "Registrations refused since start.", double(in.counters.refusals));
+    m.counter("rookery_coordinator_heartbeats_total", "Heartbeats received since start.",
+              double(in.counters.heartbeats));
+    m.counter("rookery_coordinator_assignment_pushes_total", "Assignments sent to nodes since start.",
+              double(in.counters.assignmentPushes));
+    m.counter("rookery_coordinator_plan_rounds_total", "Planning rounds since start.", double(in.plan.rounds));
+    m.gauge("rookery_coordinator_planned", "1 once a plan exists, else 0.", in.plan.hasPlan ? 1 : 0);
+    m.gauge("rookery_coordinator_clusters", "Clusters in the plan that can train.", double(clusters));
+    m.gauge("rookery_coordinator_predicted_samples_per_second", "The plan's predicted throughput of the swarm.",
+            in.plan.predictedSamplesPerSecond);
+    m.gauge("rookery_coordinator_swarm_samples_per_second",
+            "Throughput of the swarm as its nodes report it: the sum over the first stage of every pipeline.",
+            swarmRate);
+    m.gauge("rookery_coordinator_steps_target", "Optimizer steps the run trains to.", double(in.run.totalSteps));
+    return m.text();
+}
+
+} // namespace rookery::coord
