@@ -52,12 +52,12 @@ RemoteTarget RemoteTarget::parse(const std::string &text, const std::string &tok
     const bool number = !text.empty() && err == std::errc() && end == text.data() + text.size();
     if (number) {
         if (port == 0 || port > 65535)
-            throw Error("--attach: port " + text + " is out of range (1-65535)");
+            throw Error("port " + text + " is out of range (1-65535)");
         t.port = uint16_t(port);
         t.tokenFile = tokenFile.empty() ? defaultDataDir() / kTokenFileName : std::filesystem::path(tokenFile);
     } else {
         if (text.empty())
-            throw Error("--attach needs a port or the node's data directory");
+            throw Error("a port or the node's data directory is needed");
         t.dataDir = text;
         if (!tokenFile.empty())
             t.tokenFile = tokenFile;

@@ -3,6 +3,8 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -53,9 +55,11 @@ struct Options
     DesktopOptions desktop;
     QString settingsFile;
     bool forceSimulation = false;
+    QString attach; ///< a headless node's data directory or port
+    QString tokenFile;
 };
 
-Options parseOptions(const QApplication &app)
+Options parseOptions(const QCoreApplication &app)
 {
     QCommandLineParser parser;
     parser.setApplicationDescription(QApplication::translate(
@@ -80,13 +84,36 @@ Options parseOptions(const QApplication &app)
                                       QStringLiteral("file"));
     const QCommandLineOption simulate(QStringLiteral("simulate"),
                                       QApplication::translate("main", "Use the simulated engine (a demonstration)."));
-    parser.addOptions({minimized, demo, peers, join, local, settings, simulate});
+    const QCommandLineOption attach(
+        QStringLiteral("attach"),
+        QApplication::translate("main", "Watch and steer the headless rookery-node that runs on this computer, "
+                                        "instead of training in the app: the node's data directory or its "
+                                        "control port."),
+        QStringLiteral("node"));
+    const QCommandLineOption tokenFile(
+        QStringLiteral("token-file"),
+        QApplication::translate("main", "With --attach: the node's control-token file (default: the one in its data "
+                                        "directory, or in the default data directory for a port)."),
+        QStringLiteral("file"));
+    parser.addOptions({minimized, demo, peers, join, local, settings, simulate, attach, tokenFile});
     parser.process(app); // exits on --help, --version and unknown options
+    if (parser.isSet(attach) &&
+        (parser.isSet(join) || parser.isSet(local) || parser.isSet(demo) || parser.isSet(simulate))) {
+        std::fprintf(stderr, "rookery: --attach drives a node that already runs; it does not go with --join, "
+                             "--local, --demo-swarm or --simulate\n");
+        std::exit(2);
+    }
+    if (parser.isSet(tokenFile) && !parser.isSet(attach)) {
+        std::fprintf(stderr, "rookery: --token-file goes with --attach\n");
+        std::exit(2);
+    }
 
     Options o;
     o.desktop.minimized = parser.isSet(minimized);
     o.settingsFile = parser.value(settings);
     o.forceSimulation = parser.isSet(simulate);
+    o.attach = parser.value(attach);
+    o.tokenFile = parser.value(tokenFile);
     JoinChoice choice;
     if (parser.isSet(join)) {
         choice.kind = JoinChoice::Kind::Address;
@@ -105,10 +132,28 @@ Options parseOptions(const QApplication &app)
     return o;
 }
 
+// --help and --version answer without a display (over ssh, in package checks): a
+// QApplication would abort without one.
+bool onlyAsksForText(int argc, char **argv)
+{
+    for (int i = 1; i < argc; ++i)
+        for (const char *flag : {"--help", "-h", "--help-all", "--version", "-v"})
+            if (std::strcmp(argv[i], flag) == 0)
+                return true;
+    return false;
+}
+
 } // namespace
 
-int runDesktopApp(int argc, char **argv, const EngineFactory &factory)
+int runDesktopApp(int argc, char **argv, const EngineFactory &factory, const AttachFactory &attach)
 {
+    if (onlyAsksForText(argc, argv)) {
+        QCoreApplication app(argc, argv);
+        QCoreApplication::setApplicationName(QStringLiteral("rookery"));
+        QCoreApplication::setApplicationVersion(QString::fromLatin1(kVersion));
+        parseOptions(app); // prints and exits
+        return 0;
+    }
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("rookery"));
     QApplication::setApplicationDisplayName(QStringLiteral("Rookery"));
@@ -119,7 +164,20 @@ int runDesktopApp(int argc, char **argv, const EngineFactory &factory)
     QApplication::setWindowIcon(appIcon());
     Options options = parseOptions(app);
 
-    std::shared_ptr<node::EngineApi> engine = options.forceSimulation || !factory ? nullptr : factory();
+    std::shared_ptr<node::EngineApi> engine;
+    if (!options.attach.isEmpty()) {
+        try {
+            if (!attach)
+                throw std::runtime_error("this build cannot attach to a headless node");
+            engine = attach(options.attach.toStdString(), options.tokenFile.toStdString());
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "rookery: --attach: %s\n", e.what());
+            return 2;
+        }
+        options.desktop.attachedTo = options.attach;
+    } else if (!options.forceSimulation && factory) {
+        engine = factory();
+    }
     options.desktop.simulation = engine == nullptr;
     if (!engine) {
         std::fprintf(stderr, "rookery: no training engine is built in yet; running the simulation\n");

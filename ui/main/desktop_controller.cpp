@@ -98,13 +98,19 @@ void DesktopController::connectTray()
 
 void DesktopController::start()
 {
-    // The limits bind before anything could run, consent or not.
-    m_bridge->applyGovernorSettings(m_governorStore.load(), [this](const QString &error) {
-        if (!error.isEmpty())
-            log(true, tr("The engine refused the saved settings (%1); its own limits apply. Open Settings to "
-                         "correct them.")
-                          .arg(error));
-    });
+    // The limits bind before anything could run, consent or not. A headless node keeps
+    // the limits it was started with; Settings changes them.
+    if (m_options.attachedTo.isEmpty())
+        m_bridge->applyGovernorSettings(m_governorStore.load(), [this](const QString &error) {
+            if (!error.isEmpty())
+                log(true, tr("The engine refused the saved settings (%1); its own limits apply. Open Settings to "
+                             "correct them.")
+                              .arg(error));
+        });
+    else
+        log(false, tr("Attached to the headless node at %1: it trains what it was started with. Pause, resume, "
+                      "snooze and Settings act on it; Quit leaves it running.")
+                       .arg(m_options.attachedTo));
     if (m_options.simulation)
         log(false, tr("Running the simulation: no training engine is built in yet, so the figures are invented."));
     const bool consent = m_consent.given();
@@ -124,6 +130,8 @@ void DesktopController::start()
 
 void DesktopController::beginWork()
 {
+    if (!m_options.attachedTo.isEmpty())
+        return; // the node works already
     if (m_options.startWith)
         startChoice(*m_options.startWith);
     else if (const auto remembered = loadJoinChoice(m_settings))
@@ -190,8 +198,12 @@ void DesktopController::openSettings()
         return;
     }
     auto values = m_governorStore.load();
-    for (const auto &[key, value] : m_bridge->governorSettings())
-        values.try_emplace(key, value); // keys the engine has and the app's table lacks
+    for (const auto &[key, value] : m_bridge->governorSettings()) {
+        if (m_options.attachedTo.isEmpty())
+            values.try_emplace(key, value); // keys the engine has and the app's table lacks
+        else
+            values[key] = value; // an attached node's own limits are the ones in force
+    }
     auto *d = new SettingsDialog(values, m_window.get());
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->setStartAtLogin(Autostart::isEnabled());
@@ -204,7 +216,8 @@ void DesktopController::openSettings()
         const auto wanted = d->values();
         m_bridge->applyGovernorSettings(wanted, [this, d = QPointer<SettingsDialog>(d), wanted](const QString &e) {
             if (e.isEmpty()) {
-                m_governorStore.save(wanted);
+                if (m_options.attachedTo.isEmpty()) // the node's limits are not the app's
+                    m_governorStore.save(wanted);
                 log(false, tr("Settings saved."));
             } else {
                 log(true, tr("The engine refused the settings: %1").arg(e));
@@ -377,7 +390,8 @@ void DesktopController::requestQuit()
 {
     if (quitting())
         return;
-    const bool training = m_bridge->snapshot().running;
+    // Quitting detaches from a headless node; it goes on training.
+    const bool training = m_bridge->snapshot().running && m_options.attachedTo.isEmpty();
     if (training)
         log(false, tr("Quitting: saving a checkpoint first…"));
     m_quit->start(training, m_window->isVisible() ? m_window.get() : nullptr);

@@ -28,8 +28,11 @@ class TrayIcon;
 
 struct DesktopOptions
 {
-    bool minimized = false;              ///< start in the tray (autostart)
-    bool simulation = false;             ///< the engine is the SimulatedEngine: say so
+    bool minimized = false;  ///< start in the tray (autostart)
+    bool simulation = false; ///< the engine is the SimulatedEngine: say so
+    /// The engine drives a headless node (rookery --attach): the node keeps its own
+    /// limits and work, and Quit leaves it running. Names the node for messages.
+    QString attachedTo;
     std::optional<JoinChoice> startWith; ///< from the command line; else the remembered choice
     std::optional<bool> trayAvailable;   ///< tests decide; else the desktop says
     int quitTimeoutMs = 20000;           ///< how long Quit waits for the checkpoint
