@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Installs what is missing, builds everything, and runs the whole test suite.
+# Installs what is missing, builds everything, runs the whole test suite, and builds and
+# checks the .deb packages.
 # Usage: installer/test.sh [--no-setup] [ctest arguments...]
 # ROOKERY_FUZZ_SECONDS bounds the fuzzing step (default 60; 0 skips it).
 set -euo pipefail
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 setup=1
 if [ "${1:-}" = "--no-setup" ]; then setup=0; shift; fi
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
-    sed -n '3,4p' "$0" | sed 's/^# //'
+    sed -n '3,5p' "$0" | sed 's/^# //'
     exit 0
 fi
 
@@ -29,6 +30,23 @@ echo "== test"
 export QT_QPA_PLATFORM=offscreen
 status=0
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" || status=$?
+
+# The Debian packages, built as a user would (cpack) and checked: contents, desktop entry,
+# AppStream metainfo, systemd units, and every program answering --version from the
+# unpacked tree (installer/check_packages.sh).
+echo "== package"
+package_status=0
+rm -f "$build"/*.deb
+(cd "$build" && cpack -G DEB >cpack.log 2>&1) || package_status=$?
+if [ "$package_status" = 0 ]; then
+    installer/check_packages.sh "$build" || package_status=$?
+else
+    tail -n 20 "$build/cpack.log"
+fi
+if [ "$package_status" != 0 ]; then
+    echo "== package FAILED; see $build/cpack.log"
+    status=1
+fi
 
 # The wire decoder under libFuzzer with AddressSanitizer and UBSan: a clang build of its
 # own (only the decoder and the fuzz target get compiled), seeded from tests/fuzz/corpus.
