@@ -113,6 +113,17 @@ const std::array<std::function<void(Database &)>, kSchemaVersion> kMigrations = 
             CREATE INDEX IF NOT EXISTS coord_nonces_by_time ON coord_nonces (seen_at);
         )sql");
     },
+    // 4: the volunteer's contribution per local day (contribution_store.cpp); IF NOT EXISTS
+    // as in step 3.
+    [](Database &db) {
+        db.exec(R"sql(
+            CREATE TABLE IF NOT EXISTS contributions (
+                day TEXT PRIMARY KEY,
+                samples INTEGER NOT NULL DEFAULT 0,
+                compute_seconds REAL NOT NULL DEFAULT 0
+            );
+        )sql");
+    },
 };
 
 bool hasSqliteHeader(const fs::path &path)
