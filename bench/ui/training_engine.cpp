@@ -2,15 +2,10 @@
 #include "bench/ui/training_engine.h"
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "engine/device/compute_threads.h"
 #include "engine/device/thread_config.h"
+#include "engine/device/thread_priority.h"
 #include "engine/model/model_zoo.h"
 #include "engine/train/trainer.h"
 
@@ -232,17 +227,6 @@ double TrainingEngine::takeSamplesPerSecond()
     return rate;
 }
 
-int TrainingEngine::lowerOtherThreads()
-{
-    const auto self = pid_t(syscall(SYS_gettid));
-    int lowered = 0;
-    std::error_code ec;
-    for (const auto &entry : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-        const auto tid = pid_t(std::strtol(entry.path().filename().c_str(), nullptr, 10));
-        if (tid > 0 && tid != self && setpriority(PRIO_PROCESS, id_t(tid), 19) == 0)
-            ++lowered;
-    }
-    return lowered;
-}
+int TrainingEngine::lowerOtherThreads() { return device::lowerOtherThreadsPriority(); }
 
 } // namespace rookery::bench
