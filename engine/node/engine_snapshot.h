@@ -22,6 +22,7 @@ struct DeviceView
     int64_t diskFreeBytes = 0;
     std::vector<std::string> gpus; ///< "NVIDIA H200, 139 GiB, 700 GFLOP/s"
     int64_t measuredAtMs = 0;
+    bool operator==(const DeviceView &) const = default;
 };
 
 /// Where this node stands in the swarm.
@@ -36,6 +37,7 @@ struct AssignmentView
     std::string role;                ///< "root", "middle", "leaf", "whole model"
     std::vector<std::string> layers; ///< "Linear(784->512)", ...
     std::string model;
+    bool operator==(const AssignmentView &) const = default;
 };
 
 /// The governor's verdict, for display: a state word and a sentence.
@@ -47,17 +49,19 @@ struct GovernorView
     int64_t snoozedUntilMs = 0;
     int cpuPercent = 100;
     int cores = 0;
+    bool operator==(const GovernorView &) const = default;
 };
 
 struct TrainingView
 {
     int64_t step = 0;
     int64_t totalSteps = 0;
-    double loss = 0;
+    double loss = 0; ///< 0 while unknown (a swarm stage learns it from its pipeline's leaf)
     double samplesPerSecond = 0;
     double testAccuracy = -1; ///< -1 until evaluated
     double etaSeconds = -1;
-    double staleness = 0;     ///< mean optimizer versions between forward and backward
+    double staleness = 0; ///< mean optimizer versions between forward and backward
+    bool operator==(const TrainingView &) const = default;
 };
 
 /// Samples processed and compute time given, kept across restarts.
@@ -67,6 +71,7 @@ struct ContributionView
     int64_t samplesTotal = 0;
     double computeHoursToday = 0;
     double computeHoursTotal = 0;
+    bool operator==(const ContributionView &) const = default;
 };
 
 /// One peer in the swarm graph.
@@ -79,6 +84,7 @@ struct PeerView
     std::string state; ///< "training", "idle", "paused", "lost"
     double samplesPerSecond = 0;
     bool self = false;
+    bool operator==(const PeerView &) const = default;
 };
 
 struct PeerLinkView
@@ -86,6 +92,7 @@ struct PeerLinkView
     std::string from;
     std::string to;
     enum class Kind { Pipeline, Ring } kind = Kind::Pipeline;
+    bool operator==(const PeerLinkView &) const = default;
 };
 
 /// A saved checkpoint, for the list in the desktop app.
@@ -97,6 +104,7 @@ struct CheckpointView
     int64_t createdAtMs = 0;
     std::string model;
     int64_t bytes = 0;
+    bool operator==(const CheckpointView &) const = default;
 };
 
 /// Everything the desktop app shows, as one value. The engine publishes a new one a few
@@ -114,7 +122,8 @@ struct EngineSnapshot
     std::vector<PeerView> peers;
     std::vector<PeerLinkView> links;
     std::vector<CheckpointView> checkpoints; ///< newest first
-    std::string lastError; ///< empty when all is well
+    std::string lastError;                   ///< empty when all is well
+    bool operator==(const EngineSnapshot &) const = default;
 };
 
 /// A log line for the event log.
@@ -124,6 +133,7 @@ struct EngineEvent
     enum class Level { Debug, Info, Warning, Error } level = Level::Info;
     std::string area; ///< "train", "store", "net", "governor", ...
     std::string message;
+    bool operator==(const EngineEvent &) const = default;
 };
 
 } // namespace rookery::node

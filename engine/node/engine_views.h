@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/node/engine_snapshot.h"
+
+namespace rookery::device {
+struct CapabilityProfile;
+struct GovernorStatus;
+} // namespace rookery::device
+namespace rookery::model {
+struct ModelSpec;
+}
+namespace rookery::store {
+struct CheckpointInfo;
+}
+
+namespace rookery::node {
+
+/// The engine's own values turned into the snapshot's display values.
+///
+/// Thread safety: pure functions.
+DeviceView deviceView(const device::CapabilityProfile &profile, bool measured);
+GovernorView governorView(const device::GovernorStatus &status);
+CheckpointView checkpointView(const store::CheckpointInfo &info);
+/// "Linear(784->512)", ... for layers [first, last) of `spec` (all when last is 0).
+std::vector<std::string> layerNames(const model::ModelSpec &spec, size_t first = 0, size_t last = 0);
+/// "mlp, 669,706 parameters".
+std::string modelDescription(const model::ModelSpec &spec);
+/// "root", "middle", "leaf", or "whole model" for a pipeline of one.
+std::string stageRole(int stage, int stages);
+
+} // namespace rookery::node

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Internal to engine/node.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "engine/node/local_run.h"
+#include "engine/node/training_job.h"
+
+namespace rookery::node {
+
+/// A LocalRun on a thread of its own at compute priority: this machine trains the whole
+/// model. Pause, snooze and new limits go straight to the run's governor, so they take
+/// effect within one step and keep the trainer's state in memory.
+///
+/// Thread safety: as TrainingJob.
+class LocalJob final : public TrainingJob
+{
+public:
+    /// `startStep`: where the run resumes (its newest checkpoint's step; 0 when fresh),
+    /// shown until the first progress report. Throws rookery::Error for invalid
+    /// settings; the thread starts only after that.
+    LocalJob(LocalRunSettings settings, int64_t startStep, Events events);
+    ~LocalJob() override;
+
+    void requestStop() override;
+    void pause() override;
+    void resume() override;
+    void snooze(int minutes) override;
+    void setGovernorSettings(const device::GovernorSettings &settings) override;
+    JobView view() const override;
+
+private:
+    void main();
+
+    const LocalRunSettings m_settings;
+    const AssignmentView m_assignment;
+    std::unique_ptr<LocalRun> m_run;
+    std::atomic<bool> m_stop{false};
+
+    mutable std::mutex m_mutex;
+    LocalRunProgress m_progress;
+    double m_testAccuracy = -1;
+
+    std::thread m_thread;
+};
+
+} // namespace rookery::node

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/node/engine_api.h"
+#include "engine/node/local_run.h"
+
+namespace rookery::node {
+
+/// The local demo swarm the desktop app starts: a coordinator and nodes on this
+/// machine (rookery-coordinator and rookery-node), of which the app's own node is one.
+struct DemoSwarmSettings
+{
+    int clusterSize = 2; ///< pipeline stages per cluster
+    /// The first plan waits for every node to register (each measures its speed first),
+    /// or the early ones would make clusters of their own.
+    std::vector<std::string> coordinatorArgs = {
+        "--model", "mlp", "--steps", "5000", "--averaging-interval", "10", "--first-plan-delay-ms", "8000"};
+    std::vector<std::string> nodeArgs = {"--max-cores", "1"}; ///< for the child nodes
+};
+
+/// Where the in-process engine keeps things and what it trains.
+struct NodeEngineSettings
+{
+    std::filesystem::path dataDir;    ///< rookery.db (checkpoints, profile, contribution), identity, demo swarm
+    std::filesystem::path datasetDir; ///< Fashion-MNIST's .gz files
+    std::filesystem::path binDir;     ///< rookery-node and rookery-coordinator; empty: next to this program
+    /// startLocal's run. Its dataDir, datasetDir and governor are the engine's; `steps`
+    /// is how far a run goes, and a run that got there trains that many steps further.
+    LocalRunSettings local;
+    DemoSwarmSettings demo;
+    std::string nodeName = "desktop"; ///< how other nodes of a swarm see this one
+    std::chrono::milliseconds publishInterval{250};
+    std::chrono::seconds contributionFlushInterval{10};
+};
+
+/// The training engine in the desktop app's process: consent, local training
+/// (LocalRun), this machine as a swarm node (SwarmNode), the local demo swarm
+/// (LocalSwarm plus this node), the resource governor, the capability profile, the
+/// checkpoints and the volunteer's contribution, all behind EngineApi.
+///
+/// Commands are queued to the engine's own thread and return at once; training runs on
+/// the job's threads at nice 19. The engine thread publishes a snapshot every
+/// publishInterval and calls the notifier then when events are waiting or a command
+/// changed something. Nothing computes before setConsent(true): the capability profile
+/// is measured (or read from its cache) only then.
+///
+/// Thread safety: every method may be called from any thread (EngineApi). Result
+/// callbacks and the notifier are called on the engine's thread. Destroying the engine
+/// stops the job (it checkpoints) and waits for it.
+class NodeEngine final : public EngineApi
+{
+public:
+    explicit NodeEngine(NodeEngineSettings settings);
+    ~NodeEngine() override;
+    NodeEngine(const NodeEngine &) = delete;
+    NodeEngine &operator=(const NodeEngine &) = delete;
+
+    void setConsent(bool given) override;
+    void startLocal(ResultCallback done) override;
+    void joinSwarm(const std::string &address, ResultCallback done) override;
+    void startDemoSwarm(int nodes, ResultCallback done) override;
+    void stopTraining(ResultCallback done) override;
+    void pause() override;
+    void resume() override;
+    void snooze(int minutes) override;
+    std::map<std::string, std::string> governorSettings() const override;
+    void applyGovernorSettings(const std::map<std::string, std::string> &settings, ResultCallback done) override;
+    void resumeCheckpoint(int64_t id, ResultCallback done) override;
+    void deleteCheckpoint(int64_t id, ResultCallback done) override;
+    EngineSnapshot snapshot() const override;
+    std::vector<EngineEvent> takeEvents() override;
+    void setNotifier(std::function<void()> notify) override;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> d;
+};
+
+/// The settings for this machine's user: defaultDataDir(), the Debian Fashion-MNIST
+/// directory, a long local run (checkpoints every 500 steps).
+NodeEngineSettings defaultNodeEngineSettings();
+
+} // namespace rookery::node

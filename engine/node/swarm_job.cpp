@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/node/swarm_job.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+#include "engine/common/error.h"
+#include "engine/common/paths.h"
+#include "engine/device/governor.h"
+#include "engine/device/thread_priority.h"
+#include "engine/net/coordinator_address.h"
+#include "engine/net/identity.h"
+#include "engine/node/engine_views.h"
+
+namespace rookery::node {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Level = EngineEvent::Level;
+
+// "status: https://127.0.0.1:40123/v1/status", as rookery-coordinator prints it.
+uint16_t statusPortIn(const std::string &line)
+{
+    constexpr std::string_view kPrefix = "status: https://";
+    const auto path = line.find("/v1/status");
+    if (line.rfind(kPrefix, 0) != 0 || path == std::string::npos)
+        return 0;
+    const auto colon = line.rfind(':', path);
+    if (colon == std::string::npos || colon < kPrefix.size())
+        return 0;
+    const long port = std::strtol(line.c_str() + colon + 1, nullptr, 10);
+    return port > 0 && port < 65536 ? uint16_t(port) : 0;
+}
+
+int64_t nowMs()
+{
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string outcomeOf(const SwarmNodeSummary &s)
+{
+    if (!s.completed)
+        return "left the swarm: " + s.reason;
+    std::string text = "the run is complete";
+    if (s.testAccuracy >= 0) {
+        char acc[64];
+        std::snprintf(acc, sizeof acc, ", test accuracy %.2f%%", s.testAccuracy * 100);
+        text += acc;
+    }
+    return text;
+}
+
+} // namespace
+
+SwarmJob::SwarmJob(SwarmJobSettings settings, Events events)
+    : TrainingJob(std::move(events))
+    , m_settings(std::move(settings))
+{
+    m_thread = std::thread([this] { main(); });
+}
+
+SwarmJob::~SwarmJob()
+{
+    requestStop();
+    if (m_thread.joinable())
+        m_thread.join();
+}
+
+void SwarmJob::requestStop()
+{
+    m_stop = true;
+    {
+        // As LocalRun does: a stage held by the governor (paused) or one that does not
+        // watch for aborts (a pipeline of one) sees the closed gate at its next step.
+        std::lock_guard lock(m_mutex);
+        if (m_node)
+            m_node->governor().close("stopped: on request");
+    }
+    m_wake.notify_all();
+}
+
+// The node's governor is thread-safe; m_mutex guards the pointer and what waits for it.
+void SwarmJob::pause()
+{
+    std::lock_guard lock(m_mutex);
+    m_paused = true;
+    if (m_node)
+        m_node->governor().pause();
+}
+
+void SwarmJob::resume()
+{
+    std::lock_guard lock(m_mutex);
+    m_paused = false;
+    m_snoozedUntilMs = 0;
+    if (m_node)
+        m_node->governor().resume();
+}
+
+void SwarmJob::snooze(int minutes)
+{
+    std::lock_guard lock(m_mutex);
+    m_snoozedUntilMs = nowMs() + int64_t(minutes) * 60'000;
+    if (m_node)
+        m_node->governor().snooze(std::chrono::minutes(minutes));
+}
+
+void SwarmJob::setGovernorSettings(const device::GovernorSettings &settings)
+{
+    std::lock_guard lock(m_mutex);
+    m_newSettings = settings;
+    if (m_node)
+        m_node->governor().setSettings(settings);
+}
+
+void SwarmJob::main()
+{
+    // The demo swarm's processes and the node's threads inherit this priority.
+    device::lowerCallingThreadPriority();
+    std::string outcome;
+    bool failed = false;
+    try {
+        std::unique_ptr<LocalSwarm> swarm;
+        std::string address = m_settings.node.coordinator;
+        if (m_settings.demo) {
+            swarm = std::make_unique<LocalSwarm>(
+                *m_settings.demo, [this](const std::string &who, const std::string &line) { onLine(who, line); });
+            say(Level::Info, "swarm",
+                "starting the local demo swarm: a coordinator and " + std::to_string(m_settings.demo->nodes) +
+                    " more nodes, each a process of its own");
+            swarm->start();
+            address = swarm->address();
+        }
+        const auto parsed = net::CoordinatorAddress::parse(address);
+        ensurePrivateDirectory(m_settings.node.dataDir);
+        const std::string selfId = net::Identity::loadOrCreate(m_settings.node.dataDir).nodeId();
+        m_settings.node.coordinator = address;
+        {
+            std::lock_guard lock(m_mutex);
+            m_address = address;
+            m_selfId = selfId;
+            if (!m_settings.demo) // the coordinator's default: its status API one port above
+                m_statusPort = uint16_t(parsed.port + 1);
+        }
+        outcome = supervise(swarm.get(), failed);
+        if (swarm) {
+            say(Level::Info, "swarm", "stopping the local demo swarm (each node saves a checkpoint first)");
+            swarm->stop();
+        }
+    } catch (const std::exception &e) {
+        outcome = e.what();
+        failed = true;
+    }
+    if (m_nodeThread.joinable()) {
+        m_stop = true;
+        m_nodeThread.join();
+    }
+    reportFinished(outcome, failed);
+}
+
+std::string SwarmJob::supervise(LocalSwarm *swarm, bool &failed)
+{
+    if (m_stop)
+        return "stopped on request";
+    {
+        SwarmNode::Callbacks callbacks;
+        callbacks.message = [this](const std::string &text) {
+            reportStarted(""); // it speaks once its data, database and identity are loaded
+            say(Level::Info, "swarm", text);
+        };
+        callbacks.progress = [this](const StageProgress &p) {
+            std::lock_guard lock(m_mutex);
+            if (p.samplesTotal < m_progress.samplesTotal) // a new stage session counts from 0
+                m_samplesBefore += m_progress.samplesTotal;
+            m_progress = p;
+            m_progressAt = Clock::now();
+        };
+        std::lock_guard lock(m_mutex);
+        if (m_newSettings)
+            m_settings.node.governor = *m_newSettings;
+        m_node = std::make_unique<SwarmNode>(m_settings.node, std::move(callbacks));
+        if (m_stop) // asked while the node was being made
+            m_node->governor().close("stopped: on request");
+        else if (m_paused)
+            m_node->governor().pause();
+        else if (const int64_t left = m_snoozedUntilMs - nowMs(); left > 0)
+            m_node->governor().snooze(std::chrono::minutes((left + 59'999) / 60'000));
+    }
+    m_nodeThread = std::thread([this] {
+        device::lowerCallingThreadPriority();
+        try {
+            const SwarmNodeSummary summary = m_node->run(&m_stop);
+            std::lock_guard lock(m_mutex);
+            m_nodeSummary = summary;
+        } catch (const std::exception &e) {
+            reportStarted(e.what());
+            std::lock_guard lock(m_mutex);
+            m_nodeError = e.what();
+        }
+        m_nodeDone = true;
+        m_wake.notify_all();
+    });
+    auto nextStatus = Clock::now();
+    while (!m_stop && !m_nodeDone) {
+        if (swarm) {
+            swarm->poll(std::chrono::milliseconds(200));
+        } else {
+            std::unique_lock lock(m_mutex);
+            m_wake.wait_for(lock, std::chrono::milliseconds(250), [this] { return m_stop || m_nodeDone; });
+        }
+        if (Clock::now() >= nextStatus) {
+            readStatus();
+            nextStatus = Clock::now() + m_settings.statusInterval;
+        }
+    }
+    m_nodeThread.join(); // after a stop request: the node saves a checkpoint, then returns
+    std::lock_guard lock(m_mutex);
+    if (!m_nodeError.empty()) {
+        failed = true;
+        return m_nodeError;
+    }
+    return m_nodeSummary ? outcomeOf(*m_nodeSummary) : "stopped on request";
+}
+
+void SwarmJob::readStatus()
+{
+    std::string address, selfId;
+    uint16_t port = 0;
+    {
+        std::lock_guard lock(m_mutex);
+        address = m_address;
+        selfId = m_selfId;
+        port = m_statusPort;
+    }
+    if (port == 0 || address.empty())
+        return;
+    std::string error;
+    try {
+        const auto parsed = net::CoordinatorAddress::parse(address);
+        SwarmStatusView view = parseSwarmStatus(
+            fetchSwarmStatus(parsed.host, port, parsed.sha256, std::chrono::milliseconds(1500)), selfId);
+        std::lock_guard lock(m_mutex);
+        m_status = std::move(view);
+    } catch (const Error &e) {
+        error = e.what();
+    }
+    std::lock_guard lock(m_mutex);
+    if (!error.empty() && error != m_statusError) // once per kind of failure, not every 2 s
+        say(Level::Warning, "swarm", error + "; the peer graph shows this node only");
+    m_statusError = error;
+}
+
+void SwarmJob::onLine(const std::string &who, const std::string &line)
+{
+    if (who == "coordinator")
+        if (const uint16_t port = statusPortIn(line)) {
+            std::lock_guard lock(m_mutex);
+            m_statusPort = port;
+        }
+    // Progress lines come every few seconds from every node, and "info" lines repeat
+    // what the programs print themselves.
+    if (line.rfind("step ", 0) == 0 || line.rfind("info ", 0) == 0)
+        return;
+    say(Level::Debug, "swarm", "[" + who + "] " + line);
+}
+
+JobView SwarmJob::view() const
+{
+    JobView v;
+    std::lock_guard lock(m_mutex);
+    bool held = false;
+    if (m_node && !m_nodeDone) {
+        const device::GovernorStatus status = m_node->governor().status();
+        v.governor = governorView(status);
+        held = status.state == device::GovernorState::Paused;
+    }
+    const bool fresh = Clock::now() - m_progressAt < std::chrono::seconds(3);
+    v.computing = v.governor && !held && fresh && m_progress.samplesPerSecond > 0;
+    if (m_status) {
+        v.assignment = m_status->self;
+        v.peers = m_status->peers;
+        v.links = m_status->links;
+    } else {
+        v.assignment.mode = "swarm";
+        v.peers.push_back({m_selfId, "this computer", 0, 0, "idle", 0, true});
+    }
+    v.assignment.swarm = m_settings.demo ? "local demo swarm on this computer" : m_address;
+    for (auto &p : v.peers)
+        if (p.self) {
+            p.name = "this computer";
+            p.state = held ? "paused" : v.computing ? "training" : "idle";
+        }
+    auto &t = v.training;
+    t.step = m_progress.step;
+    t.totalSteps = m_progress.totalSteps > 0 ? m_progress.totalSteps : m_status ? m_status->totalSteps : 0;
+    t.loss = m_progress.loss > 0 ? m_progress.loss : m_status ? m_status->clusterLoss : 0;
+    t.samplesPerSecond = v.computing ? m_progress.samplesPerSecond : 0;
+    t.testAccuracy = m_progress.testAccuracy;
+    t.staleness = m_progress.staleness;
+    v.samplesDone = m_samplesBefore + m_progress.samplesTotal;
+    if (!held && !v.computing)
+        v.waiting = !m_status || v.assignment.cluster < 0 ? "waiting for a place in the swarm"
+                                                          : "waiting for the other stages of its pipeline";
+    return v;
+}
+
+} // namespace rookery::node
