@@ -57,6 +57,10 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
              3'600'000);
     p.option("first-plan-delay-ms", "MS", "wait this long for more volunteers before the first plan", &firstPlanDelay,
              0, 600'000);
+    p.option("expect-nodes", "N", "plan as soon as N volunteers have registered (0: wait --first-plan-delay-ms)",
+             &s.expectNodes, 0, 1'000'000);
+    p.option("cluster-size", "N", "volunteers (pipeline stages) per cluster; 0: the planner decides", &s.clusterSize, 0,
+             64);
     p.option("max-nodes", "N", "most node links at once", &maxNodes, 1, 1'000'000);
     p.option("io-threads", "N", "network threads", &s.ioThreads, 1, 64);
     p.flag("quiet", "log warnings and errors only", &o.quiet);

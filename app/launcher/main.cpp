@@ -90,7 +90,7 @@ int main(int argc, char **argv)
         node::LocalSwarm swarm(s, [&](const std::string &who, const std::string &line) {
             std::smatch m;
             if (std::regex_search(line, m, done))
-                finalAccuracy["cluster " + m[1].str()] = m[3].str() + "%";
+                finalAccuracy.emplace("cluster " + m[1].str(), m[3].str() + "%"); // the first word stands
             if (quiet && line.rfind("step ", 0) == 0)
                 return;
             if (line.rfind("info ", 0) == 0)

@@ -160,9 +160,9 @@ int runSwarm(const rookery::app::NodeOptions &options)
     s.bindAddress = options.bind;
     s.port = uint16_t(options.port);
     s.governor = options.local.governor;
-    if (options.local.checkpointEvery > 0)
+    if (options.local.checkpointEvery >= 0)
         s.checkpointEvery = options.local.checkpointEvery;
-    if (options.local.evalEvery > 0)
+    if (options.local.evalEvery >= 0)
         s.evaluateEvery = options.local.evalEvery;
     s.keepCheckpoints = options.local.keepCheckpoints;
     s.exitWhenDone = !options.stay;
@@ -181,10 +181,10 @@ int runSwarm(const rookery::app::NodeOptions &options)
         if (quiet)
             return;
         std::string acc = p.testAccuracy >= 0 ? "  test acc " + format::percent(p.testAccuracy) : "";
-        std::printf("step %lld/%lld  %s samples/s%s%s  rings %lld ok, %lld skipped\n", (long long)p.step,
-                    (long long)p.totalSteps, format::count(int64_t(p.samplesPerSecond)).c_str(),
+        std::printf("step %lld/%lld  %s samples/s%s%s  rings %lld ok, %lld skipped  sent %llu bytes\n",
+                    (long long)p.step, (long long)p.totalSteps, format::count(int64_t(p.samplesPerSecond)).c_str(),
                     p.loss > 0 ? ("  loss " + std::to_string(p.loss).substr(0, 6)).c_str() : "", acc.c_str(),
-                    (long long)p.ringRounds, (long long)p.ringSkipped);
+                    (long long)p.ringRounds, (long long)p.ringSkipped, (unsigned long long)p.bytesSent);
     };
     node::SwarmNode nodeRun(s, cb);
     if (state) {
@@ -217,7 +217,7 @@ int runSwarm(const rookery::app::NodeOptions &options)
     else
         std::printf("stopped at step %lld: %s. Run the same command to rejoin and resume.\n", (long long)summary.step,
                     summary.reason.c_str());
-    return 0;
+    return summary.failed ? 1 : 0;
 }
 
 // --profile: from the cache unless stale, else measured now (a few seconds).

@@ -102,6 +102,13 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
         for (const char *swarmOnly : {"name", "bind", "port", "stay"})
             if (p.given(swarmOnly))
                 throw Error(std::string("--") + swarmOnly + " goes with --join");
+    if (!o.join.empty()) {
+        // A swarm node has its own defaults (SwarmNodeSettings): -1 keeps them.
+        if (!p.given("checkpoint-every"))
+            l.checkpointEvery = -1;
+        if (!p.given("eval-every"))
+            l.evalEvery = -1;
+    }
     l.dataDir = o.dataDir;
     l.datasetDir = o.datasetDir;
     return true;

@@ -159,7 +159,7 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
                 CoordinatorIdentity::loadOrCreate(settings.dataDir, settings.swarmName)))
     , store(settings.dataDir / "rookery.db")
     , run((validate(settings.run), settings.run))
-    , plan(planModelOf(run), {run.seed, settings.planPopulation, settings.planGenerations})
+    , plan(planModelOf(run), {run.seed, settings.planPopulation, settings.planGenerations, settings.clusterSize})
 {
     const StoredState stored = store.load();
     RegistryConfig rc;
@@ -207,9 +207,10 @@ void Coordinator::Impl::restore(const StoredState &stored)
         }
         if (!stored.run->planJson.empty()) {
             try {
-                plan =
-                    PlanState::fromJson(planModelOf(run), {run.seed, settings.planPopulation, settings.planGenerations},
-                                        stored.run->planJson, capacities);
+                plan = PlanState::fromJson(
+                    planModelOf(run),
+                    {run.seed, settings.planPopulation, settings.planGenerations, settings.clusterSize},
+                    stored.run->planJson, capacities);
             } catch (const Error &e) {
                 log::warning(kArea, std::string("cannot restore the stored plan; planning afresh: ") + e.what());
             }
@@ -350,7 +351,8 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
     if (!plan.isWorking() && plan.size() > 0 && plan.canHoldModel()) {
         if (!holdSince)
             holdSince = now;
-        if (now - *holdSince >= settings.firstPlanDelay)
+        const bool everyoneHere = settings.expectNodes > 0 && plan.size() >= size_t(settings.expectNodes);
+        if (now - *holdSince >= settings.firstPlanDelay || everyoneHere)
             full = true;
     } else if (!plan.isWorking()) {
         holdSince.reset();

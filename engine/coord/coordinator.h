@@ -39,6 +39,9 @@ struct CoordinatorSettings
     /// Once the volunteers can hold the model, wait this long for more to arrive before
     /// the first plan, so that a crowd registering together is planned together.
     std::chrono::milliseconds firstPlanDelay{3000};
+    /// When this many volunteers have registered, the first plan comes at once rather
+    /// than after firstPlanDelay (0: always wait). For swarms whose size is known.
+    int expectNodes = 0;
     std::chrono::milliseconds planInterval{250}; ///< membership changes are planned in batches at most this often
     std::chrono::milliseconds statusFeedInterval{1000};
     std::chrono::milliseconds metricsInterval{10'000}; ///< how often node figures are written to the database
@@ -48,6 +51,7 @@ struct CoordinatorSettings
     int ioThreads = 2;
     int planPopulation = 40;   ///< genetic search: individuals
     int planGenerations = 120; ///< genetic search: generations
+    int clusterSize = 0;       ///< volunteers (pipeline stages) per cluster; 0: the planner decides
 };
 
 /// Counters for logs, status and benchmarks.

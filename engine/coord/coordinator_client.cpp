@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/coord/coordinator_client.h"
 
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 
@@ -207,6 +208,13 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         l->close("refused"); // a dialled link stops reconnecting once closed
     }
 
+    // So that a process that exits next does not cut the connection under its goodbye.
+    void awaitClose()
+    {
+        std::unique_lock lock(mutex);
+        closedCv.wait_for(lock, std::chrono::seconds(1), [&] { return !connected; });
+    }
+
     void onClosed(const net::CloseInfo &info)
     {
         bool was;
@@ -216,6 +224,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             was = connected;
             connected = registered = false;
             ++generation;
+            closedCv.notify_all();
             inflight.clear();
             report = info.fatal && !refused && !stopped;
         }
@@ -283,6 +292,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
 
     mutable std::mutex mutex;
     std::shared_ptr<net::Link> link;
+    std::condition_variable closedCv; // leave() and stop() wait, briefly, for the goodbye to go out
     bool connected = false, registered = false, stopped = false, refused = false;
     uint64_t generation = 0; // bumps on every (dis)connection: stale timers see it and stop
     std::optional<Registration> registration;
@@ -331,6 +341,7 @@ void CoordinatorClient::leave(const std::string &reason)
     if (l->isOpen())
         (void)l->send(net::Leave{reason});
     l->close("left: " + reason);
+    m->awaitClose();
 }
 
 void CoordinatorClient::stop()
@@ -344,8 +355,10 @@ void CoordinatorClient::stop()
         ++m->generation;
     }
     asio::post(m->strand, [impl = m] { impl->timer.cancel(); });
-    if (l)
+    if (l) {
         l->close("the node stopped");
+        m->awaitClose();
+    }
 }
 
 bool CoordinatorClient::isConnected() const

@@ -194,6 +194,9 @@ void LocalSwarm::start(std::chrono::seconds timeout)
                            "0"};
     if (s.clusterSize > 0)
         d->coordinator.args.insert(d->coordinator.args.end(), {"--cluster-size", std::to_string(s.clusterSize)});
+    // Every node is known: plan when all have registered, however slowly they start.
+    d->coordinator.args.insert(d->coordinator.args.end(),
+                               {"--expect-nodes", std::to_string(s.nodes), "--first-plan-delay-ms", "60000"});
     d->coordinator.args.insert(d->coordinator.args.end(), s.coordinatorArgs.begin(), s.coordinatorArgs.end());
     spawn(d->coordinator);
     const auto deadline = Clock::now() + timeout;

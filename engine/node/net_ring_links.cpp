@@ -61,11 +61,14 @@ void NetRingLinks::sendNext(swarm::RingChunk chunk)
     const int64_t count = int64_t(chunk.values.size());
     net::RingChunk m{m_ringId, chunk.round, uint32_t(chunk.step), uint32_t(chunk.chunk),
                      tensorBufferFromBytes(DType::Float32, {count}, std::move(bytes))};
-    // A full queue drains quickly; a closed link makes the receiving side time out,
-    // which abandons the round on every member.
-    for (int attempt = 0; attempt < 200; ++attempt) {
+    // A full queue drains quickly, and a link to a member that has only just been
+    // placed comes up within moments; a link still down after that makes the receiving
+    // side time out, which abandons the round on every member.
+    for (int attempt = 0; attempt < 1000; ++attempt) {
         const auto r = m_mesh.send(m_next, m);
-        if (r != net::SendResult::QueueFull)
+        if (r == net::SendResult::Queued || r == net::SendResult::TooLarge)
+            return;
+        if (r == net::SendResult::NotOpen && attempt >= 500)
             return;
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }

@@ -170,6 +170,10 @@ bool NetStageTransport::sendBackward(train::BackwardMessage message)
         std::lock_guard lock(m_mutex);
         id = wireId(message.microbatch);
     }
+    // A stage whose predecessors train nothing sends no gradient: on the wire, an empty
+    // tensor (shape [0]) says so.
+    if (message.gradient.empty())
+        message.gradient = tensorBufferFromBytes(DType::Float32, {0}, {});
     return sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient)});
 }
 

@@ -2,6 +2,7 @@
 #include "engine/node/peer_mesh.h"
 
 #include <charconv>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -25,6 +26,7 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     std::map<std::string, std::shared_ptr<net::Link>> dialled; // peers we dial (kept while wanted)
     std::map<std::string, std::shared_ptr<net::Link>> open;    // the open link per peer
     net::LinkStats closedTotals;
+    std::condition_variable allClosed;
 
     explicit State(net::NetContext &c)
         : context(c)
@@ -93,6 +95,8 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
             if (it != open.end() && it->second == link) {
                 open.erase(it);
                 wasOpen = true;
+                if (open.empty())
+                    allClosed.notify_all();
             }
             addStats(link->stats());
         }
@@ -146,6 +150,9 @@ PeerMesh::~PeerMesh()
     }
     for (auto &[peer, link] : dialled)
         link->close("node shutting down");
+    // Let the goodbyes go out, so peers see a clean close rather than a cut connection.
+    std::unique_lock lock(m->mutex);
+    m->allClosed.wait_for(lock, std::chrono::seconds(1), [&] { return m->open.empty(); });
 }
 
 uint16_t PeerMesh::port() const { return m->listener->port(); }

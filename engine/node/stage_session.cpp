@@ -150,7 +150,16 @@ void StageSession::Impl::restore()
     bool restored = false;
     if (auto cp = config.checkpoints->loadNewest(checkpointRun)) {
         try {
-            runtime->restore(cp->state);
+            try {
+                runtime->restore(cp->state);
+            } catch (const Error &) {
+                // The data shard may have changed since (a re-plan): keep the weights and
+                // start the new shard from its beginning.
+                if (cp->state.cursor == data::SamplerCursor{})
+                    throw;
+                cp->state.cursor = {};
+                runtime->restore(cp->state);
+            }
             restored = true;
             say("resuming " + what + " from its checkpoint at step " + std::to_string(cp->state.step));
         } catch (const Error &e) {
@@ -206,6 +215,7 @@ void StageSession::Impl::noteProgress(int64_t version, bool force)
         if (!force && std::chrono::duration<double>(now - lastReport).count() < 0.5)
             return;
         lastReport = now;
+        progress.bytesSent = mesh.totals().bytesSent;
         copy = progress;
     }
     if (callbacks.progress)
@@ -350,6 +360,10 @@ void StageSession::Impl::stageMain()
     }
     switch (result.stop.kind) {
     case train::StopKind::Finished: {
+        {
+            std::lock_guard lock(mutex);
+            phase = Phase::Finishing;
+        }
         finish();
         std::lock_guard lock(mutex);
         phase = Phase::Finished;

@@ -55,6 +55,7 @@ struct StageProgress
     double staleness = 0;
     int64_t ringRounds = 0;  ///< averaging rounds completed
     int64_t ringSkipped = 0; ///< rounds abandoned (a member away or silent)
+    uint64_t bytesSent = 0;  ///< on every peer link of this node so far (TLS records included)
 };
 
 /// One assignment of this node: its pipeline stage over the network, its rings, its
@@ -73,7 +74,8 @@ public:
         std::function<void(const std::string &)> message;
         std::function<void(const StageProgress &)> progress;
     };
-    enum class Phase { Waiting, Training, Finished, Failed };
+    /// Finishing: trained to the end, now averaging a last time and evaluating.
+    enum class Phase { Waiting, Training, Finishing, Finished, Failed };
 
     /// Builds the stage and restores it: from this node's newest checkpoint of the same
     /// layers (then catches up with a ring peer's current weights), or from the peer

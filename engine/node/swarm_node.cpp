@@ -2,6 +2,9 @@
 #include "engine/node/swarm_node.h"
 
 #include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -31,8 +34,8 @@ using Clock = std::chrono::steady_clock;
 
 // A free TCP port on `host` for the peer listener: the coordinator must learn the
 // address at registration, before the listener (which needs the certificate that
-// registration brings) exists.
-uint16_t freePort(const std::string &host)
+// registration brings) exists. `preferred` first, when it is free.
+uint16_t freePort(const std::string &host, uint16_t preferred)
 {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
@@ -45,12 +48,37 @@ uint16_t freePort(const std::string &host)
         throw Error("--bind '" + host + "' is not an IPv4 address");
     }
     socklen_t len = sizeof addr;
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0 &&
-                    ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); // as the listener will
+    addr.sin_port = htons(preferred);
+    bool bound = preferred != 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
+    if (!bound) {
+        addr.sin_port = 0;
+        bound = ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
+    }
+    const bool ok = bound && ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0;
     ::close(fd);
     if (!ok)
         throw Error("cannot bind to " + host + " to find a free port for peers");
     return ntohs(addr.sin_port);
+}
+
+// A port number kept in a file of the data directory; 0 when missing or unreadable.
+uint64_t readSmallNumber(const std::filesystem::path &path)
+{
+    std::ifstream in(path);
+    uint64_t value = 0;
+    if (!(in >> value) || value > 65535)
+        return 0;
+    return value;
+}
+
+void writeSmallNumber(const std::filesystem::path &path, uint64_t value)
+{
+    std::ofstream out(path, std::ios::trunc);
+    out << value << "\n";
+    if (!out)
+        log::warning("node", "cannot write " + path.string() + "; a restart will listen on another port");
 }
 
 std::vector<PeerAddress> peersOf(const coord::Assignment &a)
@@ -78,6 +106,7 @@ coord::NodeActivity activityOf(StageSession *session)
         return coord::NodeActivity::Waiting;
     switch (session->phase()) {
     case StageSession::Phase::Training:
+    case StageSession::Phase::Finishing:
         return coord::NodeActivity::Training;
     case StageSession::Phase::Failed:
         return coord::NodeActivity::Failed;
@@ -104,6 +133,10 @@ struct SwarmNode::Impl
 
     std::mutex sessionMutex; // the network thread routes messages to the session
     std::shared_ptr<StageSession> session;
+    // Ring chunks that came before this node's session existed: a peer that started its
+    // stage sooner may already be averaging. Replayed, in order, into the next session.
+    std::deque<std::pair<std::string, net::Message>> early;
+    static constexpr size_t kMaxEarly = 512;
 
     void say(const std::string &text)
     {
@@ -121,9 +154,29 @@ struct SwarmNode::Impl
         std::shared_ptr<StageSession> old;
         {
             std::lock_guard lock(sessionMutex);
+            if (s)
+                for (auto &[peer, m] : std::exchange(early, {}))
+                    s->deliver(peer, std::move(m));
             old = std::exchange(session, std::move(s));
         }
         old.reset(); // checkpoints and joins, outside the lock
+    }
+    void route(const std::string &peer, net::Message &&m)
+    {
+        std::shared_ptr<StageSession> s;
+        {
+            std::lock_guard lock(sessionMutex);
+            s = session;
+            if (!s) {
+                if (std::holds_alternative<net::RingChunk>(m)) {
+                    if (early.size() >= kMaxEarly)
+                        early.pop_front();
+                    early.emplace_back(peer, std::move(m));
+                }
+                return;
+            }
+        }
+        s->deliver(peer, std::move(m));
     }
 };
 
@@ -150,7 +203,12 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
     store::CheckpointStore checkpoints(s.dataDir / "rookery.db");
     device::Governor &governor = *d->governor;
     const auto profile = device::loadCapabilityProfile(s.dataDir, false);
-    const uint16_t port = s.port ? s.port : freePort(s.bindAddress);
+    // Without --port, the port of the last run when it is still free: a node that
+    // restarts keeps its address, so its neighbours' links simply reconnect.
+    const auto portFile = s.dataDir / "peer-port";
+    const uint16_t port = s.port ? s.port : freePort(s.bindAddress, uint16_t(readSmallNumber(portFile)));
+    if (!s.port)
+        writeSmallNumber(portFile, port);
     if (s.name.empty()) {
         char host[256] = {};
         ::gethostname(host, sizeof host - 1);
@@ -211,10 +269,7 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
                 mc.link.upload = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.uploadLimiter());
                 mc.link.download = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.downloadLimiter());
                 PeerMesh::Events me;
-                me.message = [this](const std::string &peer, net::Message &&m) {
-                    if (auto session = d->currentSession())
-                        session->deliver(peer, std::move(m));
-                };
+                me.message = [this](const std::string &peer, net::Message &&m) { d->route(peer, std::move(m)); };
                 me.link = [this](const std::string &peer, bool up) {
                     if (auto session = d->currentSession())
                         session->linkChanged(peer, up);
@@ -240,6 +295,13 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
                 d->say("still waiting for the coordinator" + (d->lastError.empty() ? "" : ": " + d->lastError));
             }
             continue;
+        }
+        if (incoming && incoming->state != coord::AssignmentState::Stopped) {
+            // A stage that has trained to the end keeps its place until it leaves:
+            // re-plans made as the others leave are not new work for it.
+            if (auto s = d->currentSession();
+                s && (s->phase() == StageSession::Phase::Finishing || s->phase() == StageSession::Phase::Finished))
+                incoming.reset();
         }
         if (incoming) {
             const coord::Assignment &a = *incoming;
@@ -315,6 +377,7 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
         case StageSession::Phase::Failed:
             if (++failures > 3) {
                 summary.reason = session->lastStop();
+                summary.failed = true;
                 d->say("giving up after repeated failures: " + summary.reason);
                 goto done;
             }

@@ -39,7 +39,8 @@ struct SwarmNodeSummary
     bool completed = false;   ///< the run finished (not stopped early)
     double testAccuracy = -1; ///< the root's final evaluation, when this node was a root
     int64_t step = 0;
-    std::string reason; ///< why it stopped
+    std::string reason;  ///< why it stopped
+    bool failed = false; ///< it gave up after repeated failures of its stage
 };
 
 /// A volunteer node in a swarm: registers with the coordinator (proving its identity

@@ -259,6 +259,26 @@ Clustering evaluate(const std::vector<Capacity> &volunteers, std::vector<int> cl
     return out;
 }
 
+namespace {
+
+// Deals volunteers, fastest first, back and forth over the clusters, so every cluster
+// gets a similar mix of fast and slow machines.
+Clustering fixedSizeClusters(const std::vector<Capacity> &v, int size, const ModelDemand &d)
+{
+    const int k = std::max(1, int(v.size()) / size);
+    std::vector<size_t> order(v.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a].gflops > v[b].gflops; });
+    std::vector<int> genes(v.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+        const int round = int(i) / k, slot = int(i) % k;
+        genes[order[i]] = round % 2 == 0 ? slot : k - 1 - slot;
+    }
+    return evaluate(v, genes, d);
+}
+
+} // namespace
+
 Clustering formClusters(const std::vector<Capacity> &v, const ModelDemand &d, const FormationOptions &o)
 {
     if (v.empty())
@@ -274,6 +294,8 @@ Clustering formClusters(const std::vector<Capacity> &v, const ModelDemand &d, co
     const int kMax = int(std::clamp<int64_t>(
         std::max<int64_t>(totalMemory / d.memoryBytes, (int64_t(v.size()) + d.maxStages - 1) / d.maxStages), 1,
         int64_t(v.size())));
+    if (o.clusterSize > 0)
+        return fixedSizeClusters(v, o.clusterSize, d);
     const double reference =
         clusterSpeed(v, {d.memoryBytes, d.trainFlopsPerSample, d.boundaryBytesPerSample, int(v.size())});
     Rng rng{o.seed};

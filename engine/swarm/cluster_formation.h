@@ -41,6 +41,10 @@ struct FormationOptions
     uint64_t seed = 1;
     int population = 40;
     int generations = 120;
+    /// Volunteers per cluster, fixed by the operator (0: the search decides). With a
+    /// fixed size the volunteers are dealt, fastest first and back and forth, into
+    /// max(1, n / size) clusters, so the leftovers make some clusters one larger.
+    int clusterSize = 0;
 };
 
 /// Predicted samples/s of one cluster: its compute shared out in proportion to speed,

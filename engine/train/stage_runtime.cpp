@@ -203,7 +203,8 @@ void StageRuntime::Impl::handleForward(const ForwardMessage &in, StageMessage &o
 void StageRuntime::Impl::handleBackward(const BackwardMessage &in, std::optional<BackwardMessage> &out)
 {
     const int64_t before = compute.version();
-    auto r = compute.backward(in.microbatch, in.gradient.empty() ? torch::Tensor() : fromBuffer(in.gradient));
+    auto r = compute.backward(in.microbatch, in.gradient.empty() || in.gradient.bytes == 0 ? torch::Tensor()
+                                                                                           : fromBuffer(in.gradient));
     noteBackward(r.staleness, compute.version() != before);
     if (!root()) {
         out = BackwardMessage{in.microbatch, {}};

@@ -90,6 +90,21 @@ private Q_SLOTS:
         QCOMPARE(formClusters(v, demand(), {5}).clusterOf, formClusters(v, demand(), {5}).clusterOf);
     }
 
+    void aFixedClusterSizeDealsFastAndSlowEvenly()
+    {
+        std::vector<Capacity> v;
+        for (double g : {10.0, 80.0, 20.0, 40.0, 30.0})
+            v.push_back({g, 2048 * kMiB, 50e6});
+        FormationOptions o;
+        o.clusterSize = 2;
+        const auto c = formClusters(v, demand(), o);
+        QCOMPARE(c.clusterCount(), 2); // five volunteers in clusters of two: one of them is three
+        // Fastest first, back and forth: 80 -> 0, 40 -> 1, 30 -> 1, 20 -> 0, 10 -> 0.
+        QCOMPARE(c.clusterOf, (std::vector<int>{0, 0, 0, 1, 1}));
+        o.clusterSize = 4;
+        QCOMPARE(formClusters(v, demand(), o).clusterCount(), 1);
+    }
+
     void refusesWhatCannotWork()
     {
         auto v = population(3, 1);
