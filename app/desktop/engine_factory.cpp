@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "app/desktop/engine_factory.h"
 
+#include "engine/device/thread_priority.h"
+#include "engine/node/node_engine.h"
+
 namespace rookery::app {
 
 ui::EngineFactory desktopEngineFactory()
 {
-    // The in-process engine (engine/node) plugs in here: return a factory that makes it.
-    return {};
+    // Before the QApplication exists the only other threads are those libraries started
+    // when they loaded (OpenBLAS's workers, started from the main thread and so at its
+    // priority): they are compute, so they go down to nice 19 with the engine's own
+    // threads, while every thread Qt starts later stays at the UI's priority.
+    device::lowerOtherThreadsPriority();
+    return [] { return std::make_shared<node::NodeEngine>(node::defaultNodeEngineSettings()); };
 }
 
 } // namespace rookery::app

@@ -5,8 +5,11 @@
 
 namespace rookery::app {
 
-/// The engine the desktop app drives. Returns an empty factory while the in-process
-/// engine is not built in: the app then runs the simulation and says so.
+/// The engine the desktop app drives: the in-process node::NodeEngine, with its data in
+/// the default data directory. (--simulate still picks the simulation.)
+///
+/// Call it in main() before the QApplication exists: it lowers the threads that
+/// libraries started at load time to compute priority (see the definition).
 ui::EngineFactory desktopEngineFactory();
 
 } // namespace rookery::app

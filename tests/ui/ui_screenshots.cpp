@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // ui_screenshots: renders the screenshots in docs/screenshots from the real widgets,
-// driven by the SimulatedEngine for a minute so the charts hold real polled points.
-//   xvfb-run -a -s "-screen 0 1600x1000x24" build-ui/tests/ui/ui_screenshots docs/screenshots [seconds]
+// driven for a while (90 s by default) so the charts hold real polled points: by the
+// real in-process engine on the local demo swarm of four nodes (the programs it starts
+// are taken from build-ui/app), or with --simulate by the SimulatedEngine.
+//   xvfb-run -a -s "-screen 0 1600x1000x24" build-ui/tests/ui/ui_screenshots docs/screenshots [seconds] [--simulate]
 #include <cstdio>
 
 #include <QApplication>
@@ -11,6 +13,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 
+#include "engine/node/node_engine.h"
 #include "ui/consent/consent_dialog.h"
 #include "ui/main/desktop_controller.h"
 #include "ui/main/main_window.h"
@@ -47,7 +50,8 @@ int main(int argc, char **argv)
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("rookery"));
     const QString out = argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral(".");
-    const int seconds = argc > 2 ? std::atoi(argv[2]) : 60;
+    const int seconds = argc > 2 ? std::atoi(argv[2]) : 90;
+    const bool simulate = QApplication::arguments().contains(QStringLiteral("--simulate"));
     QDir().mkpath(out);
     QTemporaryDir dir;
     QSettings settings(dir.filePath(QStringLiteral("rookery.ini")), QSettings::IniFormat);
@@ -65,12 +69,21 @@ int main(int argc, char **argv)
     settings.setValue(QStringLiteral("consent/given"), true);
     settings.setValue(QStringLiteral("consent/version"), 1);
     ui::DesktopOptions options;
-    options.simulation = true;
+    options.simulation = simulate;
     options.trayAvailable = false;
     ui::JoinChoice demo;
-    demo.nodes = 9;
+    demo.nodes = simulate ? 9 : 4;
     options.startWith = demo;
-    ui::DesktopController controller(std::make_shared<ui::SimulatedEngine>(), settings, options);
+    std::shared_ptr<node::EngineApi> engine;
+    if (simulate) {
+        engine = std::make_shared<ui::SimulatedEngine>();
+    } else {
+        node::NodeEngineSettings s = node::defaultNodeEngineSettings();
+        s.dataDir = dir.filePath(QStringLiteral("data")).toStdString(); // a first start
+        s.binDir = (QApplication::applicationDirPath() + QStringLiteral("/../../app")).toStdString();
+        engine = std::make_shared<node::NodeEngine>(s);
+    }
+    ui::DesktopController controller(engine, settings, options);
     controller.start();
     ui::MainWindow *w = controller.window();
     w->resize(1280, 800);

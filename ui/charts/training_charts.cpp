@@ -31,8 +31,9 @@ void TrainingCharts::showSnapshot(const node::EngineSnapshot &s, qint64 nowMs)
     const auto &t = s.training;
     m_throughput->addPoint(nowMs, t.samplesPerSecond);
     m_throughput->setHeadline(toQString(format::count(int64_t(t.samplesPerSecond + 0.5))));
-    // A paused trainer repeats its last loss; plot it only when a step was taken.
-    if (t.step > 0 && t.step != m_lastStep) {
+    // A paused trainer repeats its last loss; plot it only when a step was taken. A
+    // swarm stage that does not compute the loss (all but the leaf) may report none (0).
+    if (t.step > 0 && t.step != m_lastStep && t.loss > 0) {
         m_loss->addPoint(nowMs, t.loss);
         m_loss->setHeadline(QString::number(t.loss, 'f', 3));
     }

@@ -180,7 +180,9 @@ int runDesktopApp(int argc, char **argv, const EngineFactory &factory, const Att
     }
     options.desktop.simulation = engine == nullptr;
     if (!engine) {
-        std::fprintf(stderr, "rookery: no training engine is built in yet; running the simulation\n");
+        std::fprintf(stderr, options.forceSimulation
+                                 ? "rookery: --simulate: the simulated engine; its figures are invented\n"
+                                 : "rookery: no training engine is built in; running the simulation\n");
         engine = std::make_shared<SimulatedEngine>();
     }
     std::unique_ptr<QSettings> settings = options.settingsFile.isEmpty()

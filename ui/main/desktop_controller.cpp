@@ -112,7 +112,7 @@ void DesktopController::start()
                       "snooze and Settings act on it; Quit leaves it running.")
                        .arg(m_options.attachedTo));
     if (m_options.simulation)
-        log(false, tr("Running the simulation: no training engine is built in yet, so the figures are invented."));
+        log(false, tr("Running the simulation: the figures are invented, nothing trains."));
     const bool consent = m_consent.given();
     m_bridge->setConsent(consent);
     m_bridge->pollNow();

@@ -142,8 +142,7 @@ void MainWindow::updateTitle()
 void MainWindow::setSimulation(bool simulation)
 {
     m_simulation = simulation;
-    m_mode->setText(simulation ? tr("Simulation: no training engine is built in yet; the figures are invented")
-                               : QString());
+    m_mode->setText(simulation ? tr("Simulation: the figures are invented; nothing trains") : QString());
     updateTitle();
 }
 

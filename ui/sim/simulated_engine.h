@@ -14,11 +14,11 @@
 
 namespace rookery::ui {
 
-/// A stand-in engine for the desktop app while no real engine is built in: it invents
+/// A stand-in engine for the desktop app (--simulate, tests, demonstrations): it invents
 /// plausible figures (a demo swarm of three clusters, a falling loss, checkpoints) on
 /// its own thread and keeps the EngineApi contract (commands return at once, results
 /// and the notifier come from its thread, consent gates every start). The app announces
-/// it as a simulation. Replace it by passing a real engine to runDesktopApp().
+/// it as a simulation.
 ///
 /// Thread safety: every method may be called from any thread.
 class SimulatedEngine final : public node::EngineApi
