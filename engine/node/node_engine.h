@@ -17,10 +17,11 @@ namespace rookery::node {
 struct DemoSwarmSettings
 {
     int clusterSize = 2; ///< pipeline stages per cluster
-    /// The first plan waits for every node to register (each measures its speed first),
-    /// or the early ones would make clusters of their own.
+    /// The first plan waits for every node to register, or the early ones would make
+    /// clusters of their own: each child measures its speed first, a few seconds each,
+    /// all at once on the same cores.
     std::vector<std::string> coordinatorArgs = {
-        "--model", "mlp", "--steps", "5000", "--averaging-interval", "10", "--first-plan-delay-ms", "8000"};
+        "--model", "mlp", "--steps", "5000", "--averaging-interval", "10", "--first-plan-delay-ms", "20000"};
     std::vector<std::string> nodeArgs = {"--max-cores", "1"}; ///< for the child nodes
 };
 

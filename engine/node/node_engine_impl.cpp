@@ -7,7 +7,6 @@
 #include "engine/common/paths.h"
 #include "engine/device/profile_probe.h"
 #include "engine/device/profile_service.h"
-#include "engine/device/thread_priority.h"
 #include "engine/node/engine_views.h"
 #include "engine/node/local_job.h"
 #include "engine/node/swarm_job.h"
@@ -92,7 +91,10 @@ store::CheckpointStore &NodeEngine::Impl::store()
 
 void NodeEngine::Impl::run()
 {
-    device::lowerCallingThreadPriority(); // measuring the profile is compute too
+    // This thread stays at the UI's priority: it only publishes and files, and the
+    // capability profile it measures at consent is the machine's speed, which a
+    // measurement at nice 19 on a busy machine would understate many times over. Each
+    // job lowers its own threads.
     start();
     auto nextTick = Clock::now();
     std::unique_lock lock(mutex);
