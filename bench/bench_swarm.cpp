@@ -6,6 +6,7 @@
 // against the raw size of the tensors that must cross.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -108,6 +109,11 @@ Outcome swarmRun(int nodes, int clusterSize, int64_t steps, int64_t evalEvery, c
                          std::to_string(kMomentum)};
     s.nodeArgs = {"--max-cores", "1", "--eval-every", std::to_string(evalEvery)};
     s.restartCrashed = false;
+    // In a build tree the programs are in app/, beside bench/; installed, next to us.
+    if (const char *dir = std::getenv("ROOKERY_BIN_DIR"))
+        s.binDir = dir;
+    else if (const auto app = node::programDirectory().parent_path() / "app"; std::filesystem::exists(app))
+        s.binDir = app;
 
     const std::regex progress(R"(^step (\d+)/(\d+) .* sent (\d+) bytes)");
     const std::regex evaluated(R"(^(?:evaluated|done:) cluster (\d+) at step (\d+): test accuracy ([0-9.]+)%)");

@@ -72,9 +72,7 @@ int main(int argc, char **argv)
                          "--microbatch",
                          std::to_string(microbatch),
                          "--seed",
-                         std::to_string(seed),
-                         "--first-plan-delay-ms",
-                         "1500"};
+                         std::to_string(seed)};
     s.nodeArgs = {"--max-cores", std::to_string(cores)};
 
     struct sigaction sa = {};

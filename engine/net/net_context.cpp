@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/net/net_context.h"
 
+#include <chrono>
 #include <exception>
+#include <mutex>
 
 #include "engine/common/log.h"
 #include "engine/net/net_context_impl.h"
@@ -18,6 +20,9 @@ NetContext::NetContext(int threads)
             for (;;) {
                 try {
                     m->ioc.run();
+                    std::lock_guard lock(m->doneMutex);
+                    ++m->threadsDone;
+                    m->done.notify_all();
                     return;
                 } catch (const std::exception &e) {
                     log::error("net", std::string("uncaught exception on the network thread: ") + e.what());
@@ -31,6 +36,12 @@ NetContext::~NetContext() { stop(); }
 void NetContext::stop()
 {
     m->work.reset();
+    // Let what is still queued (closing links, goodbyes, cancelled timers) finish, so that
+    // few handlers are left to destroy with the io_context; stop outright after a while.
+    {
+        std::unique_lock lock(m->doneMutex);
+        m->done.wait_for(lock, std::chrono::seconds(2), [&] { return m->threadsDone == m->threads.size(); });
+    }
     m->ioc.stop();
     for (auto &t : m->threads)
         if (t.joinable())

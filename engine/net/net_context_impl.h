@@ -2,6 +2,8 @@
 // Internal to engine/net: includes Boost.Asio.
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -32,6 +34,9 @@ struct NetContext::Impl
     }
 
     std::vector<std::thread> threads;
+    std::mutex doneMutex;
+    std::condition_variable done;
+    size_t threadsDone = 0; // threads whose run() returned: the io_context ran out of work
     boost::asio::io_context ioc;
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
 };

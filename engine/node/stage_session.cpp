@@ -76,6 +76,7 @@ struct StageSession::Impl
 
     mutable std::mutex mutex; // guards the fields below
     Phase phase = Phase::Waiting;
+    int failures = 0; // runs that ended in failure
     std::string lastStop;
     StageProgress progress;
 
@@ -381,6 +382,7 @@ void StageSession::Impl::stageMain()
         writer->submit(runtime->state());
         std::lock_guard lock(mutex);
         phase = Phase::Failed;
+        ++failures;
         lastStop = result.stop.reason;
         break;
     }
@@ -436,7 +438,7 @@ void StageSession::poke()
 {
     {
         std::lock_guard lock(d->mutex);
-        if (d->phase != Phase::Waiting)
+        if (d->phase != Phase::Waiting && d->phase != Phase::Failed)
             return;
     }
     if (d->running || !d->transport->neighboursUp())
@@ -449,6 +451,12 @@ void StageSession::poke()
     }
     d->running = true;
     d->stageThread = std::thread([this] { d->stageMain(); });
+}
+
+int StageSession::failureCount() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->failures;
 }
 
 StageSession::Phase StageSession::phase() const

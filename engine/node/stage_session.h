@@ -93,6 +93,8 @@ public:
     /// Starts a run if none is going and the neighbours are up.
     void poke();
     Phase phase() const;
+    /// Runs of this session that ended in failure (poke() starts another after each).
+    int failureCount() const;
     /// The error that failed the session, or why the last run stopped.
     std::string lastStop() const;
     StageProgress progress() const;

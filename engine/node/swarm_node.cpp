@@ -133,8 +133,9 @@ struct SwarmNode::Impl
 
     std::mutex sessionMutex; // the network thread routes messages to the session
     std::shared_ptr<StageSession> session;
-    // Ring chunks that came before this node's session existed: a peer that started its
-    // stage sooner may already be averaging. Replayed, in order, into the next session.
+    // Messages that came before this node's session existed: a neighbour that started its
+    // stage sooner may already be sending activations, or averaging. Replayed, in order,
+    // into the next session (which drops what is not for it).
     std::deque<std::pair<std::string, net::Message>> early;
     static constexpr size_t kMaxEarly = 512;
 
@@ -168,11 +169,9 @@ struct SwarmNode::Impl
             std::lock_guard lock(sessionMutex);
             s = session;
             if (!s) {
-                if (std::holds_alternative<net::RingChunk>(m)) {
-                    if (early.size() >= kMaxEarly)
-                        early.pop_front();
-                    early.emplace_back(peer, std::move(m));
-                }
+                if (early.size() >= kMaxEarly)
+                    early.pop_front();
+                early.emplace_back(peer, std::move(m));
                 return;
             }
         }
@@ -250,7 +249,6 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
     std::optional<coord::Assignment> current;
     auto lastWaitNote = Clock::now();
     std::optional<Clock::time_point> finishedAt;
-    int failures = 0;
 
     while (!(stop && stop->load())) {
         std::optional<coord::Assignment> incoming;
@@ -314,7 +312,7 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
             }
             if (a.state == coord::AssignmentState::Waiting) {
                 d->setSession(nullptr);
-                d->say("waiting: " + a.reason);
+                d->say(a.reason.rfind("waiting", 0) == 0 ? a.reason : "waiting: " + a.reason);
             } else if (placementChanged || !d->currentSession()) {
                 d->setSession(nullptr);
                 mesh->setPeers(peersOf(a));
@@ -374,8 +372,8 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
             }
             break;
         }
-        case StageSession::Phase::Failed:
-            if (++failures > 3) {
+        case StageSession::Phase::Failed: // poke() tries again; a stage that keeps failing ends the node
+            if (session->failureCount() > 3) {
                 summary.reason = session->lastStop();
                 summary.failed = true;
                 d->say("giving up after repeated failures: " + summary.reason);
