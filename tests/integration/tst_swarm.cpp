@@ -48,6 +48,14 @@ struct SwarmRun
     // The whole output stays in the test's directory, to read after a failure.
     ~SwarmRun()
     {
+        // A test that gave up leaves the launcher running: SIGTERM lets it stop its
+        // coordinator and nodes (a SIGKILL would orphan them).
+        if (process.state() != QProcess::NotRunning) {
+            process.terminate();
+            if (!process.waitForFinished(30'000))
+                process.kill();
+            read();
+        }
         QFile f(log);
         if (f.open(QIODevice::WriteOnly | QIODevice::Truncate))
             f.write(output.toUtf8());
