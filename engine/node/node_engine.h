@@ -17,11 +17,10 @@ namespace rookery::node {
 struct DemoSwarmSettings
 {
     int clusterSize = 2; ///< pipeline stages per cluster
-    /// The first plan waits for every node to register, or the early ones would make
-    /// clusters of their own: each child measures its speed first, a few seconds each,
-    /// all at once on the same cores.
+    /// The engine adds --expect-nodes: the first plan comes once every node has
+    /// registered, or after --first-plan-delay-ms if one never does.
     std::vector<std::string> coordinatorArgs = {
-        "--model", "mlp", "--steps", "5000", "--averaging-interval", "10", "--first-plan-delay-ms", "20000"};
+        "--model", "mlp", "--steps", "50000", "--averaging-interval", "10", "--first-plan-delay-ms", "60000"};
     std::vector<std::string> nodeArgs = {"--max-cores", "1"}; ///< for the child nodes
 };
 

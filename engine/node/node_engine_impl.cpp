@@ -353,6 +353,9 @@ void NodeEngine::Impl::beginSwarm(const std::string &address, int demoNodes, Res
         demo.binDir = settings.binDir;
         demo.datasetDir = settings.datasetDir;
         demo.coordinatorArgs = settings.demo.coordinatorArgs;
+        // Plan once every node is here: the children measure their speed first, at nice
+        // 19, which on a busy machine takes longer than any fixed wait.
+        demo.coordinatorArgs.insert(demo.coordinatorArgs.end(), {"--expect-nodes", std::to_string(demoNodes)});
         demo.nodeArgs = settings.demo.nodeArgs;
         js.demo = std::move(demo);
     }

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <utility>
 
 #include "engine/common/error.h"
@@ -107,12 +108,23 @@ void SwarmJob::snooze(int minutes)
         m_node->governor().snooze(std::chrono::minutes(minutes));
 }
 
+device::GovernorSettings SwarmJob::forThisSwarm(device::GovernorSettings settings) const
+{
+    // The caps on upload and download spare the volunteer's internet connection; a demo
+    // swarm's traffic never leaves the machine, and a pipeline stage capped at 1 MiB/s
+    // (the app's default) held the whole demo to a few steps a minute.
+    if (m_settings.demo)
+        for (device::Limits *l : {&settings.whenActive, &settings.whenIdle})
+            l->uploadKiBps = l->downloadKiBps = 0;
+    return settings;
+}
+
 void SwarmJob::setGovernorSettings(const device::GovernorSettings &settings)
 {
     std::lock_guard lock(m_mutex);
-    m_newSettings = settings;
+    m_newSettings = forThisSwarm(settings);
     if (m_node)
-        m_node->governor().setSettings(settings);
+        m_node->governor().setSettings(*m_newSettings);
 }
 
 void SwarmJob::main()
@@ -148,6 +160,12 @@ void SwarmJob::main()
         if (swarm) {
             say(Level::Info, "swarm", "stopping the local demo swarm (each node saves a checkpoint first)");
             swarm->stop();
+            const bool complete = m_nodeSummary && m_nodeSummary->completed;
+            if (complete) { // a coordinator restarted on a finished run would stop every node at once
+                std::error_code ignored;
+                std::filesystem::remove_all(m_settings.demo->workDir / "coordinator", ignored);
+                say(Level::Info, "swarm", "the demo run is complete: the next demo swarm starts a new one");
+            }
         }
     } catch (const std::exception &e) {
         outcome = e.what();
@@ -178,8 +196,7 @@ std::string SwarmJob::supervise(LocalSwarm *swarm, bool &failed)
             m_progressAt = Clock::now();
         };
         std::lock_guard lock(m_mutex);
-        if (m_newSettings)
-            m_settings.node.governor = *m_newSettings;
+        m_settings.node.governor = m_newSettings.value_or(forThisSwarm(m_settings.node.governor));
         m_node = std::make_unique<SwarmNode>(m_settings.node, std::move(callbacks));
         if (m_stop) // asked while the node was being made
             m_node->governor().close("stopped: on request");
@@ -300,9 +317,16 @@ JobView SwarmJob::view() const
     t.testAccuracy = m_progress.testAccuracy;
     t.staleness = m_progress.staleness;
     v.samplesDone = m_samplesBefore + m_progress.samplesTotal;
-    if (!held && !v.computing)
-        v.waiting = !m_status || v.assignment.cluster < 0 ? "waiting for a place in the swarm"
-                                                          : "waiting for the other stages of its pipeline";
+    if (!held && !v.computing) {
+        // A stage that made no step lately waits for its neighbours, or, at nice 19 on a
+        // busy machine, for the processor; from here the two look the same.
+        if (!m_status || v.assignment.cluster < 0)
+            v.waiting = "waiting for a place in the swarm";
+        else if (v.assignment.stageCount > 1)
+            v.waiting = "no step in the last 3 s: waiting for the pipeline's other stages or for the processor";
+        else
+            v.waiting = "no step in the last 3 s: waiting for the processor";
+    }
     return v;
 }
 

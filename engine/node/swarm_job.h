@@ -48,6 +48,7 @@ public:
     JobView view() const override;
 
 private:
+    device::GovernorSettings forThisSwarm(device::GovernorSettings settings) const;
     void main();
     std::string supervise(LocalSwarm *swarm, bool &failed);
     void readStatus();

@@ -43,7 +43,7 @@ private Q_SLOTS:
         s.dataDir = m_dir.path().toStdString();
         s.datasetDir = test::fashionMnistDir();
         s.binDir = QFileInfo(test::programPath(QStringLiteral("rookery-node"))).absolutePath().toStdString();
-        s.demo.coordinatorArgs = {"--steps", "100000", "--first-plan-delay-ms", "8000"};
+        s.demo.coordinatorArgs = {"--steps", "100000", "--first-plan-delay-ms", "60000"}; // a long run
         s.publishInterval = 100ms;
         m_engine = std::make_unique<node::NodeEngine>(s);
         test::CommandResult r;
