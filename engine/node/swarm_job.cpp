@@ -238,6 +238,7 @@ std::string SwarmJob::supervise(LocalSwarm *swarm, bool &failed)
         failed = true;
         return m_nodeError;
     }
+    failed = m_nodeSummary && m_nodeSummary->failed; // gave up after repeated stage failures
     return m_nodeSummary ? outcomeOf(*m_nodeSummary) : "stopped on request";
 }
 
