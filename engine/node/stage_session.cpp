@@ -217,6 +217,8 @@ void StageSession::Impl::noteProgress(int64_t version, bool force)
             return;
         lastReport = now;
         progress.bytesSent = mesh.totals().bytesSent;
+        if (const double loss = runtime->lastLoss(); loss > 0)
+            progress.loss = loss;
         copy = progress;
     }
     if (callbacks.progress)

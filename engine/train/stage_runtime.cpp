@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/train/stage_runtime.h"
 
+#include <atomic>
 #include <chrono>
 
 #include "engine/common/error.h"
@@ -166,6 +167,7 @@ struct StageRuntime::Impl
     std::unique_ptr<BatchSource> source;
     std::unique_ptr<data::EpochSampler> sampler;
     StageMetrics metrics;
+    std::atomic<double> lastLoss{0}; // the leaf's newest loss, for progress reports during a run
     int64_t hookedVersion = 0;
 };
 
@@ -189,6 +191,7 @@ void StageRuntime::Impl::handleForward(const ForwardMessage &in, StageMessage &o
         ++metrics.forwards;
         metrics.lossSum += r.loss;
         metrics.lastLoss = r.loss;
+        lastLoss.store(r.loss, std::memory_order_relaxed);
         BackwardMessage b{in.microbatch, {}};
         if (r.inputGradient.defined())
             b.gradient = toBuffer(r.inputGradient);
@@ -216,6 +219,9 @@ void StageRuntime::Impl::handleBackward(const BackwardMessage &in, std::optional
 StopMessage StageRuntime::Impl::runSingle(int64_t microbatches)
 {
     for (int64_t id = 0; id < microbatches; ++id) {
+        // Alone, this stage hears of a stop (its session ending) only through the transport.
+        if (auto m = transport.poll(); m && std::holds_alternative<StopMessage>(*m))
+            return std::get<StopMessage>(*m);
         const bool ok = step(id, false, [&] {
             Batch batch = source->gather(sampler->next(config.microbatchSize));
             const int64_t before = compute.version();
@@ -223,6 +229,7 @@ StopMessage StageRuntime::Impl::runSingle(int64_t microbatches)
             ++metrics.forwards;
             metrics.lossSum += r.loss;
             metrics.lastLoss = r.loss;
+            lastLoss.store(r.loss, std::memory_order_relaxed);
             noteBackward(0, compute.version() != before);
         });
         if (!ok)
@@ -386,6 +393,8 @@ void StageRuntime::restore(const TrainingState &s)
     if (d->sampler)
         d->sampler->setCursor(s.cursor);
 }
+
+double StageRuntime::lastLoss() const { return d->lastLoss.load(std::memory_order_relaxed); }
 
 int64_t StageRuntime::version() const { return d->compute.version(); }
 

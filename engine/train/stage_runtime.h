@@ -133,6 +133,8 @@ public:
     /// on a mismatch throws rookery::Error and changes nothing. Between runs only.
     void restore(const TrainingState &state);
     int64_t version() const; ///< optimizer steps so far
+    /// The newest training loss this (leaf) stage computed; 0 before any. Any thread.
+    double lastLoss() const;
     const StageConfig &config() const;
 
 private:
