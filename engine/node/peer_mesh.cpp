@@ -27,6 +27,11 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     std::map<std::string, std::shared_ptr<net::Link>> open;    // the open link per peer
     net::LinkStats closedTotals;
     std::condition_variable allClosed;
+    // Held while an event runs; the destructor takes it to detach, so that no event
+    // reaches the owner once ~PeerMesh has returned. (So an owner must not destroy the
+    // mesh while holding a lock its event handlers take.)
+    std::mutex eventsMutex;
+    bool detached = false;
 
     explicit State(net::NetContext &c)
         : context(c)
@@ -50,13 +55,18 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
         };
         e.message = [weak](const std::shared_ptr<net::Link> &link, net::Message &&message) {
             auto self = weak.lock();
-            if (!self || !self->events.message)
+            if (!self)
                 return;
-            self->events.message(link->peer().nodeId, std::move(message));
+            std::lock_guard events(self->eventsMutex);
+            if (!self->detached && self->events.message)
+                self->events.message(link->peer().nodeId, std::move(message));
         };
         e.writable = [weak](const std::shared_ptr<net::Link> &link) {
             auto self = weak.lock();
-            if (self && self->events.writable)
+            if (!self)
+                return;
+            std::lock_guard events(self->eventsMutex);
+            if (!self->detached && self->events.writable)
                 self->events.writable(link->peer().nodeId);
         };
         e.closed = [weak](const std::shared_ptr<net::Link> &link, const net::CloseInfo &info) {
@@ -81,7 +91,8 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
                 slot->close("replaced by a newer link");
             slot = link;
         }
-        if (events.link)
+        std::lock_guard lock(eventsMutex);
+        if (!detached && events.link)
             events.link(peer, true);
     }
 
@@ -102,7 +113,8 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
         }
         if (wasOpen) {
             log::info("mesh", "link to " + link->describe() + " closed: " + info.reason);
-            if (events.link)
+            std::lock_guard lock(eventsMutex);
+            if (!detached && events.link)
                 events.link(peer, false);
         }
     }
@@ -151,8 +163,12 @@ PeerMesh::~PeerMesh()
     for (auto &[peer, link] : dialled)
         link->close("node shutting down");
     // Let the goodbyes go out, so peers see a clean close rather than a cut connection.
-    std::unique_lock lock(m->mutex);
-    m->allClosed.wait_for(lock, std::chrono::seconds(1), [&] { return m->open.empty(); });
+    {
+        std::unique_lock lock(m->mutex);
+        m->allClosed.wait_for(lock, std::chrono::seconds(1), [&] { return m->open.empty(); });
+    }
+    std::lock_guard events(m->eventsMutex); // waits for an event that is running
+    m->detached = true;
 }
 
 uint16_t PeerMesh::port() const { return m->listener->port(); }

@@ -50,6 +50,9 @@ public:
 
     /// Starts listening at once; throws rookery::Error when it cannot.
     PeerMesh(net::NetContext &context, Config config, Events events);
+    /// Closes the links (waiting up to a second for the goodbyes) and waits for an event
+    /// that is running; no event comes after it returns. Do not destroy the mesh while
+    /// holding a lock that the event handlers take.
     ~PeerMesh();
     PeerMesh(const PeerMesh &) = delete;
     PeerMesh &operator=(const PeerMesh &) = delete;

@@ -65,6 +65,8 @@ struct TestNode
         };
         mesh = std::make_unique<node::PeerMesh>(net, c, e);
     }
+    // The mesh goes first: its events reach the transport, rings and relay below.
+    ~TestNode() { mesh.reset(); }
     node::PeerAddress address() const { return {identity.nodeId(), "127.0.0.1:" + std::to_string(mesh->port())}; }
 };
 
@@ -164,8 +166,12 @@ private Q_SLOTS:
             std::this_thread::sleep_for(300ms);
             b->transport->abort({train::StopKind::Cancelled, 1, "test kills the leaf"});
             t.join();
-            std::lock_guard lock(b->mutex);
-            b->mesh.reset(); // the peer vanishes
+            std::unique_ptr<node::PeerMesh> gone;
+            {
+                std::lock_guard lock(b->mutex);
+                gone = std::move(b->mesh);
+            }
+            gone.reset(); // the peer vanishes (outside the lock its event handlers take)
         });
         const auto start = std::chrono::steady_clock::now();
         const auto result = root.run(1'000'000);
