@@ -75,6 +75,13 @@ struct TestNode
     std::vector<std::string> errors;
     int connects = 0, disconnects = 0;
 
+    // The client goes first: its callbacks write to the members above, and the
+    // coordinator may push an assignment to it while it is being torn down.
+    TestNode() = default;
+    TestNode(const TestNode &) = delete;
+    TestNode &operator=(const TestNode &) = delete;
+    ~TestNode() { client.reset(); }
+
     void start(net::NetContext &net, const net::CoordinatorAddress &address, double gflops, uint64_t memory,
                const std::string &profile = {})
     {
