@@ -7,7 +7,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,30 +32,56 @@ struct Child
     int restarts = 0;
 };
 
+// Starts the child with its stdout and stderr on a pipe. The child gets SIGTERM when the
+// thread that started it ends (PR_SET_PDEATHSIG), so a launcher or app that is killed
+// does not leave its swarm running: each node then checkpoints and exits by itself.
 void spawn(Child &c)
 {
-    int pipefd[2];
-    if (::pipe2(pipefd, O_CLOEXEC) != 0)
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0)
         throw Error("cannot create a pipe for " + c.name + ": " + std::strerror(errno));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDERR_FILENO);
+    int status[2]; // the child writes errno here when exec fails; closes on exec otherwise
+    if (::pipe2(status, O_CLOEXEC) != 0) {
+        ::close(out[0]);
+        ::close(out[1]);
+        throw Error("cannot create a pipe for " + c.name + ": " + std::strerror(errno));
+    }
     std::vector<char *> argv;
     for (auto &a : c.args)
         argv.push_back(a.data());
     argv.push_back(nullptr);
-    pid_t pid = 0;
-    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(pipefd[1]);
-    if (rc != 0) {
-        ::close(pipefd[0]);
-        throw Error("cannot start " + c.args[0] + ": " + std::strerror(rc));
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) { // only async-signal-safe calls from here on
+        ::dup2(out[1], STDOUT_FILENO);
+        ::dup2(out[1], STDERR_FILENO);
+        if (::prctl(PR_SET_PDEATHSIG, SIGTERM) == 0 && ::getppid() == parent)
+            ::execve(argv[0], argv.data(), environ);
+        else
+            errno = ESRCH; // the parent is already gone
+        const int err = errno;
+        (void)!::write(status[1], &err, sizeof err);
+        ::_exit(127);
     }
-    ::fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+    const int forkErrno = errno;
+    ::close(out[1]);
+    ::close(status[1]);
+    int childErrno = 0;
+    ssize_t n = 0;
+    if (pid > 0)
+        do
+            n = ::read(status[0], &childErrno, sizeof childErrno);
+        while (n < 0 && errno == EINTR);
+    ::close(status[0]);
+    if (pid < 0 || n > 0) {
+        ::close(out[0]);
+        if (pid > 0)
+            ::waitpid(pid, nullptr, 0);
+        throw Error("cannot start " + c.args[0] + ": " + std::strerror(pid < 0 ? forkErrno : childErrno));
+    }
+    ::fcntl(out[0], F_SETFL, O_NONBLOCK);
     c.pid = pid;
-    c.out = pipefd[0];
+    c.out = out[0];
     c.exited = false;
     c.exitCode = -1;
 }

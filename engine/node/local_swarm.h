@@ -28,7 +28,8 @@ struct LocalSwarmSettings
 /// Starts and supervises the processes. Output lines of every child are collected with
 /// a prefix ("[node 2] ...").
 ///
-/// Thread safety: one thread drives it.
+/// Thread safety: one thread drives it, and must outlive it: the children get SIGTERM
+/// when the thread that started them ends, so a killed launcher leaves nothing running.
 class LocalSwarm
 {
 public:

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Acceptance of the swarm: a coordinator and 4 node processes (2 clusters of 2 stages)
 // on loopback reach 85% test accuracy on Fashion-MNIST with the MLP; the same with one
-// node killed by SIGKILL mid-run and restarted, which resumes from its checkpoint.
+// node killed by SIGKILL mid-run and restarted, which resumes from its checkpoint; and a
+// launcher killed by SIGKILL takes its coordinator and nodes with it.
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 
 #include "tests/support/test_support.h"
 
@@ -158,6 +161,41 @@ private Q_SLOTS:
         run.read();
         QCOMPARE(run.process.exitCode(), 0);
         checkAccuracy(run);
+    }
+
+    void aKilledLauncherLeavesNothingRunning()
+    {
+        QTemporaryDir dir;
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        run.process.setProcessChannelMode(QProcess::MergedChannels);
+        run.process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(dir.path(), false));
+        QVERIFY(run.process.waitForStarted());
+        QVERIFY2(run.waitFor([&] { return run.output.contains(QStringLiteral("[node 4] step ")); }, 4min),
+                 qPrintable(run.output.right(3000)));
+        const auto children = [&] { return processesMentioning(dir.path().toStdString()); };
+        QCOMPARE(children().size(), size_t(6)); // the launcher, the coordinator and 4 nodes
+        QCOMPARE(::kill(pid_t(run.process.processId()), SIGKILL), 0);
+        QVERIFY(run.process.waitForFinished(10'000));
+        // Each child gets SIGTERM when its parent dies: the nodes checkpoint and exit.
+        QVERIFY2(test::waitFor([&] { return children().empty(); }, 60s),
+                 qPrintable(QStringLiteral("%1 processes of the swarm still run").arg(children().size())));
+    }
+
+private:
+    // Live processes (not zombies) whose command line names `text`.
+    static std::vector<int> processesMentioning(const std::string &text)
+    {
+        std::vector<int> pids;
+        for (const auto &entry : std::filesystem::directory_iterator("/proc")) {
+            const std::string name = entry.path().filename().string();
+            if (name.find_first_not_of("0123456789") != std::string::npos)
+                continue;
+            std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+            const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            if (cmdline.find(text) != std::string::npos)
+                pids.push_back(std::stoi(name));
+        }
+        return pids;
     }
 };
 
