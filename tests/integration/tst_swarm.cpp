@@ -67,6 +67,12 @@ struct SwarmRun
     QProcess process;
     QString output;
     void read() { output += QString::fromUtf8(process.readAllStandardOutput()); }
+    bool start(const QString &workDir, bool quiet)
+    {
+        process.setProcessChannelMode(QProcess::MergedChannels);
+        process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(workDir, quiet));
+        return process.waitForStarted();
+    }
     bool waitFor(const std::function<bool()> &condition, std::chrono::milliseconds timeout)
     {
         return test::waitFor(
@@ -109,9 +115,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
-        run.process.setProcessChannelMode(QProcess::MergedChannels);
-        run.process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(dir.path()));
-        QVERIFY(run.process.waitForStarted());
+        QVERIFY(run.start(dir.path(), true));
         QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
                  qPrintable(run.output.right(3000)));
         run.read();
@@ -127,9 +131,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
-        run.process.setProcessChannelMode(QProcess::MergedChannels);
-        run.process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(dir.path(), false));
-        QVERIFY(run.process.waitForStarted());
+        QVERIFY(run.start(dir.path(), false));
         // Node 3, once it has trained past a checkpoint (every 50 steps).
         static const QRegularExpression pidLine(QStringLiteral("\\[node 3\\] started, pid (\\d+)"));
         QVERIFY2(run.waitFor([&] { return pidLine.match(run.output).hasMatch(); }, 60s), qPrintable(run.output));
@@ -167,9 +169,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
-        run.process.setProcessChannelMode(QProcess::MergedChannels);
-        run.process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(dir.path(), false));
-        QVERIFY(run.process.waitForStarted());
+        QVERIFY(run.start(dir.path(), false));
         QVERIFY2(run.waitFor([&] { return run.output.contains(QStringLiteral("[node 4] step ")); }, 4min),
                  qPrintable(run.output.right(3000)));
         const auto children = [&] { return processesMentioning(dir.path().toStdString()); };
