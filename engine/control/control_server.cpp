@@ -18,6 +18,7 @@
 #include "engine/common/log.h"
 #include "engine/common/version.h"
 #include "engine/control/control_files.h"
+#include "engine/net/tcp_listen.h"
 
 namespace rookery::control {
 namespace asio = boost::asio;
@@ -251,18 +252,7 @@ void ControlServer::Impl::bind()
         throw Error("the control API listens on loopback addresses only, not on '" + config.bindAddress + "'");
     if (config.token.empty())
         throw Error("the control API needs a token");
-    const tcp::endpoint endpoint(address, config.port);
-    acceptor.open(endpoint.protocol(), ec);
-    if (!ec)
-        acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec)
-        acceptor.bind(endpoint, ec);
-    if (!ec)
-        acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec)
-        throw Error("cannot serve the control API on " + config.bindAddress + ":" + std::to_string(config.port) + ": " +
-                    ec.message());
-    port = acceptor.local_endpoint().port();
+    port = net::listenOn(acceptor, tcp::endpoint(address, config.port), "serve the control API");
 }
 
 void ControlServer::Impl::accept()

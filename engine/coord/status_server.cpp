@@ -23,6 +23,7 @@
 #include "engine/common/log.h"
 #include "engine/common/version.h"
 #include "engine/net/net_context_impl.h"
+#include "engine/net/tcp_listen.h"
 #include "engine/net/tls_context.h"
 
 namespace rookery::coord {
@@ -312,22 +313,8 @@ private:
 
 void StatusServer::Impl::bind()
 {
-    beast::error_code ec;
-    const auto address = asio::ip::make_address(config.bindAddress, ec);
-    if (ec)
-        throw Error("cannot serve the status API on '" + config.bindAddress + "': not an IP address");
-    const tcp::endpoint endpoint(address, config.port);
-    acceptor.open(endpoint.protocol(), ec);
-    if (!ec)
-        acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec)
-        acceptor.bind(endpoint, ec);
-    if (!ec)
-        acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec)
-        throw Error("cannot serve the status API on " + config.bindAddress + ":" + std::to_string(config.port) + ": " +
-                    ec.message());
-    port = acceptor.local_endpoint().port();
+    const std::string what = "serve the status API";
+    port = net::listenOn(acceptor, tcp::endpoint(net::bindAddress(config.bindAddress, what), config.port), what);
 }
 
 void StatusServer::Impl::accept()

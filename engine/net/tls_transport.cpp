@@ -13,22 +13,13 @@
 #include "engine/common/log.h"
 #include "engine/net/link_session_impl.h"
 #include "engine/net/net_context_impl.h"
+#include "engine/net/tcp_listen.h"
 #include "engine/net/tls_context.h"
 
 namespace rookery::net {
 
 template class Session<TlsStream>;
 using TlsSession = Session<TlsStream>;
-
-namespace {
-
-std::string endpointText(const asio::ip::tcp::endpoint &e)
-{
-    const auto a = e.address();
-    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(e.port());
-}
-
-} // namespace
 
 // ---- Listener --------------------------------------------------------------------
 
@@ -44,21 +35,7 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
 
     void bind()
     {
-        beast::error_code ec;
-        const auto address = asio::ip::make_address(config.bindAddress, ec);
-        if (ec)
-            throw Error("cannot listen on '" + config.bindAddress + "': not an IP address");
-        const asio::ip::tcp::endpoint endpoint(address, config.port);
-        acceptor.open(endpoint.protocol(), ec);
-        if (!ec)
-            acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-        if (!ec)
-            acceptor.bind(endpoint, ec);
-        if (!ec)
-            acceptor.listen(asio::socket_base::max_listen_connections, ec);
-        if (ec)
-            throw Error("cannot listen on " + endpointText(endpoint) + ": " + ec.message());
-        port = acceptor.local_endpoint().port();
+        port = listenOn(acceptor, {bindAddress(config.bindAddress, "listen"), config.port}, "listen");
         log::info("net", "listening on " + endpointText(acceptor.local_endpoint()));
     }
 
