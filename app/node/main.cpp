@@ -24,6 +24,29 @@ std::atomic<bool> g_stop{false};
 
 void onSignal(int) { g_stop.store(true); }
 
+// The control API sees the run's governor while this lives: declared after the run, it
+// detaches the governor before the run destroys it, also when the run throws.
+class GovernorAttachment
+{
+public:
+    GovernorAttachment(rookery::control::NodeControl *state, rookery::device::Governor &governor)
+        : m_state(state)
+    {
+        if (m_state)
+            m_state->setGovernor(&governor);
+    }
+    ~GovernorAttachment()
+    {
+        if (m_state)
+            m_state->setGovernor(nullptr); // waits for requests still using it
+    }
+    GovernorAttachment(const GovernorAttachment &) = delete;
+    GovernorAttachment &operator=(const GovernorAttachment &) = delete;
+
+private:
+    rookery::control::NodeControl *m_state;
+};
+
 // The local control API, unless --no-control. Its POST /v1/stop does what SIGTERM does.
 std::unique_ptr<rookery::app::ControlHost> startControl(const rookery::app::NodeOptions &options,
                                                         const std::string &mode)
@@ -118,6 +141,7 @@ int runLocal(const rookery::app::NodeOptions &options)
     };
 
     node::LocalRun run(options.local, cb);
+    const GovernorAttachment attachment(state, run.governor());
     if (state) {
         node::AssignmentView a;
         a.mode = "local";
@@ -127,14 +151,11 @@ int runLocal(const rookery::app::NodeOptions &options)
         a.stageCount = 1;
         a.model = options.local.model;
         state->setAssignment(a);
-        state->setGovernor(&run.governor());
         state->setRunning(true);
     }
     const node::LocalRunSummary s = run.run(&g_stop);
-    if (state) {
+    if (state)
         state->setRunning(false);
-        state->setGovernor(nullptr);
-    }
     if (s.stopped) {
         // "stopped: resident memory ... crossed the cap ..." -> " (resident memory ...)"
         const auto colon = s.stopReason.find(": ");
@@ -187,12 +208,12 @@ int runSwarm(const rookery::app::NodeOptions &options)
                     (long long)p.ringRounds, (long long)p.ringSkipped, (unsigned long long)p.bytesSent);
     };
     node::SwarmNode nodeRun(s, cb);
+    const GovernorAttachment attachment(state, nodeRun.governor());
     if (state) {
         node::AssignmentView a;
         a.mode = "swarm";
         a.swarm = options.join;
         state->setAssignment(a);
-        state->setGovernor(&nodeRun.governor());
         state->setRunning(true);
     }
     // A stage held by a pause would never see the stop: end the pause when one comes.
@@ -205,10 +226,8 @@ int runSwarm(const rookery::app::NodeOptions &options)
     const auto summary = nodeRun.run(&g_stop);
     unpause.request_stop();
     unpause.join();
-    if (state) {
+    if (state)
         state->setRunning(false);
-        state->setGovernor(nullptr);
-    }
     if (summary.completed)
         std::printf("left the swarm: %s%s\n", summary.reason.c_str(),
                     summary.testAccuracy >= 0

@@ -57,8 +57,11 @@ NodeControl::NodeControl(std::string mode, std::function<void()> requestStop)
 
 void NodeControl::setGovernor(device::Governor *governor)
 {
+    {
+        std::unique_lock lock(m_governorMutex); // waits for requests using the old one
+        m_governor = governor;
+    }
     std::lock_guard lock(m_mutex);
-    m_governor = governor;
     ++m_snapshot.sequence;
 }
 
@@ -104,23 +107,24 @@ void NodeControl::addEvent(node::EngineEvent::Level level, const std::string &ar
         m_events.pop_front();
 }
 
-device::Governor *NodeControl::attachedGovernor() const
+NodeControl::GovernorLease NodeControl::leaseGovernor() const
 {
-    std::lock_guard lock(m_mutex);
-    return m_governor;
+    std::shared_lock lock(m_governorMutex);
+    device::Governor *governor = m_governor;
+    return {std::move(lock), governor};
 }
 
 node::GovernorView NodeControl::governorView() const
 {
-    device::Governor *governor = attachedGovernor();
+    const auto lease = leaseGovernor();
     node::GovernorView v;
-    if (!governor) {
+    if (!lease.governor) {
         v.state = "waiting";
         v.reason = "the node is starting";
         return v;
     }
-    // Outside our lock: status() may call the governor's observer, which may log here.
-    const device::GovernorStatus s = governor->status();
+    // Outside m_mutex: status() may call the governor's observer, which may log here.
+    const device::GovernorStatus s = lease.governor->status();
     v.state = std::string(device::stateName(s.state));
     v.reason = s.reason;
     v.pausedByUser = s.pausedByUser;
@@ -183,29 +187,32 @@ std::string NodeControl::metrics() const
 
 ControlResponse NodeControl::governorCommand(const ControlRequest &r)
 {
-    device::Governor *governor = attachedGovernor();
-    if (!governor)
-        return errorResponse(503, "the node is still starting; try again in a moment");
-    if (r.path == "/v1/pause") {
-        governor->pause();
-        addEvent(node::EngineEvent::Level::Info, "control", "paused over the control API");
-    } else if (r.path == "/v1/resume") {
-        governor->resume();
-        addEvent(node::EngineEvent::Level::Info, "control", "resumed over the control API");
-    } else {
-        const auto minutes = integerArg(r.query, "minutes");
-        if (!minutes || *minutes < 1 || *minutes > 24 * 60)
-            return errorResponse(400, "snooze needs minutes=N with N from 1 to 1440");
-        governor->snooze(std::chrono::minutes(*minutes));
-        addEvent(node::EngineEvent::Level::Info, "control",
-                 "snoozed for " + std::to_string(*minutes) + " minutes over the control API");
-    }
+    {
+        const auto lease = leaseGovernor();
+        if (!lease.governor)
+            return errorResponse(503, "the node is still starting; try again in a moment");
+        if (r.path == "/v1/pause") {
+            lease.governor->pause();
+            addEvent(node::EngineEvent::Level::Info, "control", "paused over the control API");
+        } else if (r.path == "/v1/resume") {
+            lease.governor->resume();
+            addEvent(node::EngineEvent::Level::Info, "control", "resumed over the control API");
+        } else {
+            const auto minutes = integerArg(r.query, "minutes");
+            if (!minutes || *minutes < 1 || *minutes > 24 * 60)
+                return errorResponse(400, "snooze needs minutes=N with N from 1 to 1440");
+            lease.governor->snooze(std::chrono::minutes(*minutes));
+            addEvent(node::EngineEvent::Level::Info, "control",
+                     "snoozed for " + std::to_string(*minutes) + " minutes over the control API");
+        }
+    } // the snapshot takes its own lease
     return {200, toJson(snapshot())};
 }
 
 ControlResponse NodeControl::settingsCommand(const ControlRequest &r)
 {
-    device::Governor *governor = attachedGovernor();
+    const auto lease = leaseGovernor();
+    device::Governor *governor = lease.governor;
     if (!governor)
         return errorResponse(503, "the node is still starting; try again in a moment");
     if (r.method == "PUT") {

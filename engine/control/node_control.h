@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 
 #include "engine/control/control_server.h"
@@ -38,8 +39,9 @@ struct NodeProgress
 ///   POST /v1/stop                   checkpoint and exit, as SIGTERM does
 ///   GET  /metrics                   Prometheus text (served without the token)
 ///
-/// Thread safety: every method may be called from any thread. The governor must
-/// outlive every call once attached.
+/// Thread safety: every method may be called from any thread. setGovernor() waits for
+/// the requests that are using the old governor, so once setGovernor(nullptr) returns
+/// the governor may be destroyed.
 class NodeControl
 {
 public:
@@ -62,7 +64,13 @@ public:
     ControlResponse handle(const ControlRequest &request);
 
 private:
-    device::Governor *attachedGovernor() const;
+    // The attached governor, held (shared) for as long as the lease lives.
+    struct GovernorLease
+    {
+        std::shared_lock<std::shared_mutex> lock;
+        device::Governor *governor = nullptr;
+    };
+    GovernorLease leaseGovernor() const;
     node::GovernorView governorView() const;
     ControlResponse governorCommand(const ControlRequest &request);
     ControlResponse settingsCommand(const ControlRequest &request);
@@ -70,8 +78,9 @@ private:
     const std::string m_mode;
     const std::function<void()> m_requestStop;
     const int64_t m_startedAtMs;
-    mutable std::mutex m_mutex;
+    mutable std::shared_mutex m_governorMutex; // held exclusively only by setGovernor()
     device::Governor *m_governor = nullptr;
+    mutable std::mutex m_mutex;
     node::EngineSnapshot m_snapshot;
     NodeProgress m_last;
     int64_t m_samplesTotal = 0; ///< this process's, across restarts of the run's count
