@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include <arpa/inet.h>
@@ -160,6 +161,11 @@ struct SwarmNode::Impl
                     s->deliver(peer, std::move(m));
             old = std::exchange(session, std::move(s));
         }
+        // The network thread may hold a copy for a moment (a message or link event in
+        // flight). Let it finish, so that the destructor, which joins the stage's threads
+        // and checkpoints, runs here and never stalls the network thread.
+        for (int i = 0; old && old.use_count() > 1 && i < 5000; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
         old.reset(); // checkpoints and joins, outside the lock
     }
     void route(const std::string &peer, net::Message &&m)
@@ -297,8 +303,8 @@ SwarmNodeSummary SwarmNode::run(const std::atomic<bool> *stop)
         if (incoming && incoming->state != coord::AssignmentState::Stopped) {
             // A stage that has trained to the end keeps its place until it leaves:
             // re-plans made as the others leave are not new work for it.
-            if (auto s = d->currentSession();
-                s && (s->phase() == StageSession::Phase::Finishing || s->phase() == StageSession::Phase::Finished))
+            if (auto running = d->currentSession(); running && (running->phase() == StageSession::Phase::Finishing ||
+                                                                running->phase() == StageSession::Phase::Finished))
                 incoming.reset();
         }
         if (incoming) {
