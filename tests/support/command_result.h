@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -13,33 +14,39 @@
 
 namespace rookery::test {
 
+/// The callback shares its state with this object, so a result that arrives after a
+/// wait gave up (and this object is gone) writes nowhere harmful.
 class CommandResult
 {
 public:
     node::EngineApi::ResultCallback callback()
     {
-        return [this](const std::string &error) {
-            std::lock_guard lock(m_mutex);
-            m_error = error;
+        return [state = m_state](const std::string &error) {
+            std::lock_guard lock(state->mutex);
+            state->error = error;
         };
     }
     bool arrived() const
     {
-        std::lock_guard lock(m_mutex);
-        return m_error.has_value();
+        std::lock_guard lock(m_state->mutex);
+        return m_state->error.has_value();
     }
     /// "" for success, the engine's sentence for a failure, "no result" after `timeout`.
     std::string wait(std::chrono::milliseconds timeout)
     {
         if (!waitFor([this] { return arrived(); }, timeout))
             return "no result";
-        std::lock_guard lock(m_mutex);
-        return *m_error;
+        std::lock_guard lock(m_state->mutex);
+        return *m_state->error;
     }
 
 private:
-    mutable std::mutex m_mutex;
-    std::optional<std::string> m_error;
+    struct State
+    {
+        std::mutex mutex;
+        std::optional<std::string> error;
+    };
+    std::shared_ptr<State> m_state = std::make_shared<State>();
 };
 
 } // namespace rookery::test

@@ -63,6 +63,17 @@ struct Rig
         QVERIFY2(QString::fromStdString(status_.reason).contains(QStringLiteral(reasonPart)), status_.reason.c_str()); \
     } while (false)
 
+// Closes the governor and joins the worker when the test ends, also when a check gave up
+// early (a joinable thread's destructor would end the process).
+auto closeAndJoin(Governor &g, std::thread &worker)
+{
+    return qScopeGuard([&g, &worker] {
+        g.close("stopped: end of test");
+        if (worker.joinable())
+            worker.join();
+    });
+}
+
 } // namespace
 
 class TestGovernor : public QObject
@@ -558,6 +569,7 @@ private Q_SLOTS:
                 g.leave(1ms);
             }
         });
+        const auto joinWorker = closeAndJoin(g, worker);
         std::this_thread::sleep_for(50ms);
         QCOMPARE(entered.load(), 0);
         g.resume();
@@ -574,6 +586,7 @@ private Q_SLOTS:
         g.pause();
         std::atomic<int> result{-1};
         std::thread worker([&] { result = g.enter() ? 1 : 0; });
+        const auto joinWorker = closeAndJoin(g, worker);
         std::this_thread::sleep_for(50ms);
         QCOMPARE(result.load(), -1);
         g.close("stopped: test");
@@ -596,6 +609,7 @@ private Q_SLOTS:
             }
             done = true;
         });
+        const auto joinWorker = closeAndJoin(g, worker);
         QVERIFY(test::waitFor([&] { return started.load() > 5; }, 10s));
         g.pause();
         const int atPause = started.load();

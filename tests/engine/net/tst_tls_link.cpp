@@ -144,9 +144,18 @@ class TestTlsLink : public QObject
         return log;
     }
 
+    // Links and the listener go before the context they run on, whatever a test left.
+    void tearDown()
+    {
+        m_good.reset();
+        m_listener.reset();
+        m_net.reset();
+    }
+
 private Q_SLOTS:
     void init()
     {
+        tearDown(); // after a test whose cleanup did not run to the end
         m_net = std::make_unique<NetContext>(1);
         m_serverLog = std::make_shared<test::EventLog>();
         ListenerConfig lc;
@@ -172,11 +181,12 @@ private Q_SLOTS:
         const size_t closed = m_goodLog->closedCount();
         m_good->close();
         m_listener->stop();
-        QVERIFY(test::waitUntil([&] { return m_goodLog->closedCount() == closed + 1; }));
-        m_good.reset();
-        m_listener.reset();
-        m_net.reset();
+        const bool closedOnce = test::waitUntil([&] { return m_goodLog->closedCount() == closed + 1; });
+        tearDown();
+        QVERIFY(closedOnce);
     }
+
+    void cleanupTestCase() { tearDown(); }
 
     void everyMessageTypeRoundTrips()
     {

@@ -101,6 +101,11 @@ private Q_SLOTS:
         std::atomic<bool> stop{false};
         node::LocalRunSummary summary;
         std::thread worker([&] { summary = run.run(&stop); });
+        const auto joinWorker = qScopeGuard([&] { // also when a check below gives up
+            stop = true;
+            if (worker.joinable())
+                worker.join();
+        });
         QVERIFY(test::waitFor([&] { return m.step.load() > 20; }, 60s));
         run.governor().pause();
         QVERIFY(test::waitFor([&] { return m.heard("governor: paused: by the user"); }, 10s));
@@ -126,6 +131,11 @@ private Q_SLOTS:
         std::atomic<bool> stop{false};
         node::LocalRunSummary summary;
         std::thread worker([&] { summary = run.run(&stop); });
+        const auto joinWorker = qScopeGuard([&] { // also when a check below gives up
+            stop = true;
+            if (worker.joinable())
+                worker.join();
+        });
         QVERIFY(test::waitFor([&] { return m.heard("governor: paused: user"); }, 60s));
         stop = true;
         worker.join();
