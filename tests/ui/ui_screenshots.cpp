@@ -8,10 +8,11 @@
 
 #include <QApplication>
 #include <QDir>
-#include <QElapsedTimer>
+#include <QEventLoop>
 #include <QSettings>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 
 #include "engine/node/node_engine.h"
 #include "ui/consent/consent_dialog.h"
@@ -26,12 +27,14 @@ using namespace rookery;
 
 namespace {
 
+// Runs the event loop for `ms`, asleep between events. A loop around processEvents()
+// would spin a core, and the governor counts the whole process's processor time against
+// its cap: the in-process node would then get no share at all.
 void settle(int ms)
 {
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < ms)
-        QApplication::processEvents(QEventLoop::AllEvents, 20);
+    QEventLoop loop;
+    QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+    loop.exec();
 }
 
 bool save(QWidget *w, const QString &path)
