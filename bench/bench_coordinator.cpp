@@ -26,6 +26,7 @@
 #include "bench/support/bench_report.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/common/splitmix64.h"
 #include "engine/coord/coordinator_client.h"
 #include "engine/device/capability_profile.h"
 #include "engine/model/model_zoo.h"
@@ -56,18 +57,8 @@ void raiseFileLimit()
     }
 }
 
-// splitmix64, so populations are the same everywhere.
-struct Rng
-{
-    uint64_t s;
-    uint64_t next()
-    {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-};
+// The same populations everywhere.
+using Rng = rookery::SplitMix64;
 
 // A heterogeneous volunteer: laptop to server.
 struct Volunteer

@@ -11,6 +11,7 @@
 #include "engine/common/version.h"
 #include "engine/control/snapshot_json.h"
 #include "engine/device/governor.h"
+#include "engine/node/governor_view.h"
 
 namespace rookery::control {
 namespace {
@@ -124,14 +125,7 @@ node::GovernorView NodeControl::governorView() const
         return v;
     }
     // Outside m_mutex: status() may call the governor's observer, which may log here.
-    const device::GovernorStatus s = lease.governor->status();
-    v.state = std::string(device::stateName(s.state));
-    v.reason = s.reason;
-    v.pausedByUser = s.pausedByUser;
-    v.snoozedUntilMs = s.snoozedUntilMs;
-    v.cpuPercent = s.limits.cpuPercent;
-    v.cores = s.limits.cores;
-    return v;
+    return node::governorView(lease.governor->status());
 }
 
 node::EngineSnapshot NodeControl::snapshot() const

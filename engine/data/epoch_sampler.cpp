@@ -2,34 +2,9 @@
 #include "engine/data/epoch_sampler.h"
 
 #include "engine/common/error.h"
+#include "engine/common/splitmix64.h"
 
 namespace rookery::data {
-namespace {
-
-// splitmix64: small, fast, and identical on every platform (std::shuffle is not).
-struct SplitMix64
-{
-    uint64_t state;
-    uint64_t next()
-    {
-        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    // Unbiased integer in [0, bound) by rejection.
-    uint64_t below(uint64_t bound)
-    {
-        const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-        uint64_t r;
-        do
-            r = next();
-        while (r >= limit);
-        return r % bound;
-    }
-};
-
-} // namespace
 
 EpochSampler::EpochSampler(int64_t datasetSize, uint64_t seed, Shard shard)
     : m_seed(seed)

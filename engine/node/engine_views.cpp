@@ -33,18 +33,6 @@ DeviceView deviceView(const device::CapabilityProfile &p, bool measured)
     return d;
 }
 
-GovernorView governorView(const device::GovernorStatus &s)
-{
-    GovernorView g;
-    g.state = std::string(device::stateName(s.state));
-    g.reason = s.reason;
-    g.pausedByUser = s.pausedByUser;
-    g.snoozedUntilMs = s.snoozedUntilMs;
-    g.cpuPercent = s.limits.cpuPercent;
-    g.cores = s.limits.cores;
-    return g;
-}
-
 CheckpointView checkpointView(const store::CheckpointInfo &info)
 {
     return {info.id, info.run, info.step, info.createdAtMs, info.modelName, info.bytes};

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "engine/node/engine_snapshot.h"
+#include "engine/node/governor_view.h" // governorView()
 
 namespace rookery::device {
 struct CapabilityProfile;
-struct GovernorStatus;
 } // namespace rookery::device
 namespace rookery::model {
 struct ModelSpec;
@@ -23,7 +23,6 @@ namespace rookery::node {
 ///
 /// Thread safety: pure functions.
 DeviceView deviceView(const device::CapabilityProfile &profile, bool measured);
-GovernorView governorView(const device::GovernorStatus &status);
 CheckpointView checkpointView(const store::CheckpointInfo &info);
 /// "Linear(784->512)", ... for layers [first, last) of `spec` (all when last is 0).
 std::vector<std::string> layerNames(const model::ModelSpec &spec, size_t first = 0, size_t last = 0);

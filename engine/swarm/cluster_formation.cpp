@@ -7,23 +7,16 @@
 #include <numeric>
 
 #include "engine/common/error.h"
+#include "engine/common/splitmix64.h"
 
 namespace rookery::swarm {
 namespace {
 
-// splitmix64: platform-independent, so plans are reproducible everywhere.
-struct Rng
+// Reproducible on every platform. below() keeps the plain modulo this planner has
+// always used (a bias of n / 2^64), so a seed still gives the plans it gave before.
+struct Rng : SplitMix64
 {
-    uint64_t state;
-    uint64_t next()
-    {
-        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
     int below(int n) { return int(next() % uint64_t(n)); }
-    double unit() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
 };
 
 struct ClusterSums
