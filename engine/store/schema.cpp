@@ -173,10 +173,14 @@ void checkExisting(const fs::path &path)
 
 void migrate(Database &db)
 {
-    int version =
-        db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").value_or(0) ? schemaVersion(db) : 0;
-    while (version < kSchemaVersion) {
+    for (;;) {
+        // The version is read inside the (immediate) transaction: two processes opening a
+        // new database at once, a node and its status feed, migrate it once between them.
         Transaction tx(db);
+        int version =
+            db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").value_or(0) ? schemaVersion(db) : 0;
+        if (version >= kSchemaVersion)
+            return; // the transaction rolls back: nothing was written
         kMigrations[size_t(version)](db);
         ++version;
         db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)")
