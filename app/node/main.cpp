@@ -15,7 +15,10 @@
 #include "engine/common/log.h"
 #include "engine/device/governor.h"
 #include "engine/device/profile_service.h"
+#include "engine/net/coordinator_address.h"
+#include "engine/net/identity.h"
 #include "engine/node/local_run.h"
+#include "engine/node/node_status_feed.h"
 #include "engine/node/swarm_node.h"
 
 namespace {
@@ -46,6 +49,40 @@ public:
 private:
     rookery::control::NodeControl *m_state;
 };
+
+// Keeps what an attached desktop shows besides progress: the checkpoints and, in a swarm
+// (`coordinator` not empty), this node's place and peers from the coordinator's status
+// API, which listens one port above the coordinator unless its operator moved it.
+std::unique_ptr<rookery::node::NodeStatusFeed> startStatusFeed(rookery::control::NodeControl *state,
+                                                               const rookery::app::NodeOptions &options,
+                                                               const std::string &coordinator)
+{
+    using namespace rookery;
+    if (!state)
+        return nullptr;
+    node::NodeStatusFeedSettings s;
+    s.database = std::filesystem::path(options.dataDir) / "rookery.db";
+    node::NodeStatusFeed::Callbacks cb;
+    cb.checkpoints = [state](std::vector<node::CheckpointView> v) { state->setCheckpoints(std::move(v)); };
+    if (!coordinator.empty()) {
+        const auto address = net::CoordinatorAddress::parse(coordinator);
+        s.statusHost = address.host;
+        s.statusPort = uint16_t(address.port + 1);
+        s.pin = address.sha256;
+        s.selfId = net::Identity::loadOrCreate(options.dataDir).nodeId();
+        cb.swarm = [state, coordinator](const node::SwarmStatusView &v) {
+            node::AssignmentView self = v.self;
+            self.swarm = coordinator;
+            state->setAssignment(self);
+            state->setPeers(v.peers, v.links);
+        };
+    }
+    cb.problem = [state](const std::string &problem) {
+        if (!problem.empty())
+            state->addEvent(node::EngineEvent::Level::Warning, "node", problem);
+    };
+    return std::make_unique<node::NodeStatusFeed>(std::move(s), std::move(cb));
+}
 
 // The local control API, unless --no-control. Its POST /v1/stop does what SIGTERM does.
 std::unique_ptr<rookery::app::ControlHost> startControl(const rookery::app::NodeOptions &options,
@@ -142,6 +179,7 @@ int runLocal(const rookery::app::NodeOptions &options)
 
     node::LocalRun run(options.local, cb);
     const GovernorAttachment attachment(state, run.governor());
+    const auto feed = startStatusFeed(state, options, {});
     if (state) {
         node::AssignmentView a;
         a.mode = "local";
@@ -209,6 +247,7 @@ int runSwarm(const rookery::app::NodeOptions &options)
     };
     node::SwarmNode nodeRun(s, cb);
     const GovernorAttachment attachment(state, nodeRun.governor());
+    const auto feed = startStatusFeed(state, options, options.join);
     if (state) {
         node::AssignmentView a;
         a.mode = "swarm";

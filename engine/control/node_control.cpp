@@ -73,6 +73,25 @@ void NodeControl::setAssignment(const node::AssignmentView &assignment)
     ++m_snapshot.sequence;
 }
 
+void NodeControl::setPeers(std::vector<node::PeerView> peers, std::vector<node::PeerLinkView> links)
+{
+    std::lock_guard lock(m_mutex);
+    if (peers == m_snapshot.peers && links == m_snapshot.links)
+        return;
+    m_snapshot.peers = std::move(peers);
+    m_snapshot.links = std::move(links);
+    ++m_snapshot.sequence;
+}
+
+void NodeControl::setCheckpoints(std::vector<node::CheckpointView> checkpoints)
+{
+    std::lock_guard lock(m_mutex);
+    if (checkpoints == m_snapshot.checkpoints)
+        return;
+    m_snapshot.checkpoints = std::move(checkpoints);
+    ++m_snapshot.sequence;
+}
+
 void NodeControl::setRunning(bool running)
 {
     std::lock_guard lock(m_mutex);

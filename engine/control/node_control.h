@@ -7,6 +7,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "engine/control/control_server.h"
 #include "engine/node/engine_snapshot.h"
@@ -51,6 +52,10 @@ public:
 
     void setGovernor(device::Governor *governor);
     void setAssignment(const node::AssignmentView &assignment);
+    /// The swarm as the coordinator's status API shows it (a swarm node only).
+    void setPeers(std::vector<node::PeerView> peers, std::vector<node::PeerLinkView> links);
+    /// The checkpoints in the node's database, newest first.
+    void setCheckpoints(std::vector<node::CheckpointView> checkpoints);
     void setRunning(bool running);
     void setError(const std::string &error);
     void publish(const NodeProgress &progress);

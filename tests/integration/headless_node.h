@@ -17,8 +17,8 @@ namespace rookery::test {
 class HeadlessNode
 {
 public:
-    /// Starts it: the MLP on 6,400 samples, one thread at half a core, steps enough
-    /// never to finish, so it runs until stopped.
+    /// Starts it: the MLP on 6,400 samples, one thread at half a core, a checkpoint every
+    /// 100 steps, steps enough never to finish, so it runs until stopped.
     HeadlessNode()
     {
         m_process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
@@ -27,7 +27,7 @@ public:
                          QString::fromStdString(fashionMnistDir().string()), QStringLiteral("--threads"),
                          QStringLiteral("1"), QStringLiteral("--cpu-percent"), QStringLiteral("50"),
                          QStringLiteral("--steps"), QStringLiteral("100000000"), QStringLiteral("--checkpoint-every"),
-                         QStringLiteral("0"), QStringLiteral("--eval-every"), QStringLiteral("0"),
+                         QStringLiteral("100"), QStringLiteral("--eval-every"), QStringLiteral("0"),
                          QStringLiteral("--train-samples"), QStringLiteral("6400"), QStringLiteral("--quiet")});
     }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Acceptance: the desktop app attaches to a headless rookery-node over its control API
 // and pauses it (the node's governor reports paused), quitting the app leaves the node
-// running, and a client with the wrong token is refused. One real node process serves
-// every case, in order; the last stops it from the app.
+// running, a client with the wrong token is refused, and the app lists the node's
+// checkpoints. One real node process serves every case, in order; the last stops it from
+// the app.
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -68,6 +69,19 @@ private Q_SLOTS:
             [&engine] { return engine.snapshot().lastError.find("refused the token") != std::string::npos; }, 10s));
         QVERIFY(!engine.connected());
         QVERIFY(!engine.snapshot().running);
+    }
+
+    // Beyond progress, the node serves its checkpoints; the attached app lists them.
+    void desktopSeesTheNodesCheckpoints()
+    {
+        QVERIFY(test::waitFor([this] { return !nodeStatus(m_endpoint).checkpoints.empty(); }, 60s));
+        const auto newest = nodeStatus(m_endpoint).checkpoints.front();
+        QVERIFY(newest.step >= 100);
+        QCOMPARE(newest.step % 100, int64_t(0));
+        QCOMPARE(newest.model, std::string("mlp"));
+        control::RemoteEngine engine(control::RemoteTarget::parse(m_node->dataDir().string()), 100ms);
+        QVERIFY(test::waitFor([&engine] { return !engine.snapshot().checkpoints.empty(); }, 10s));
+        QVERIFY(engine.snapshot().checkpoints.front().step >= newest.step);
     }
 
     void desktopAttachesAndPauses()

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The coordinator's status document as the desktop app's peer graph and assignment card
-// read it: peers by cluster and stage, links, this node's place and its pipeline's loss.
+// read it: peers by cluster and stage, links, this node's place and its pipeline's loss;
+// and the feed a headless node keeps of it (and of its checkpoints) for its control API.
+#include <QTemporaryDir>
 #include <QtTest>
 
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+
 #include "engine/common/error.h"
+#include "engine/node/node_status_feed.h"
 #include "engine/node/swarm_status.h"
+#include "tests/engine/coord/coord_test_support.h"
 
 using namespace rookery;
 
@@ -107,6 +116,67 @@ private Q_SLOTS:
     {
         QVERIFY_THROWS_EXCEPTION(Error, node::parseSwarmStatus("not json", "a"));
         QVERIFY_THROWS_EXCEPTION(Error, node::parseSwarmStatus("{\"nodes\": []}", "a"));
+    }
+
+    // What a headless node serves to an attached desktop: its checkpoints, and the swarm
+    // read from a live coordinator's status API; a wrong pin is reported once.
+    void feedReadsALiveCoordinator()
+    {
+        QTemporaryDir dir;
+        auto settings = test::testSettings(dir.filePath(QStringLiteral("coord")).toStdString());
+        settings.run.totalSteps = 4321;
+        coord::Coordinator coordinator(settings);
+        std::filesystem::create_directories(dir.filePath(QStringLiteral("node")).toStdString());
+
+        std::mutex mutex;
+        std::optional<node::SwarmStatusView> swarm;
+        std::optional<std::vector<node::CheckpointView>> checkpoints;
+        std::vector<std::string> problems;
+        node::NodeStatusFeed::Callbacks cb;
+        cb.swarm = [&](const node::SwarmStatusView &v) {
+            std::lock_guard lock(mutex);
+            swarm = v;
+        };
+        cb.checkpoints = [&](std::vector<node::CheckpointView> v) {
+            std::lock_guard lock(mutex);
+            checkpoints = std::move(v);
+        };
+        cb.problem = [&](const std::string &p) {
+            std::lock_guard lock(mutex);
+            problems.push_back(p);
+        };
+        node::NodeStatusFeedSettings s;
+        s.database = dir.filePath(QStringLiteral("node/rookery.db")).toStdString();
+        s.statusHost = "127.0.0.1";
+        s.statusPort = coordinator.statusPort();
+        s.pin = coordinator.coordinatorAddress().sha256;
+        s.selfId = std::string(64, 'a'); // not registered: not placed
+        s.interval = std::chrono::milliseconds(50);
+        {
+            node::NodeStatusFeed feed(s, cb);
+            QVERIFY(test::eventually([&] {
+                std::lock_guard lock(mutex);
+                return swarm && checkpoints;
+            }));
+        }
+        QCOMPARE(swarm->totalSteps, int64_t(4321));
+        QCOMPARE(swarm->self.cluster, -1);
+        QVERIFY(checkpoints->empty()); // a new database
+        QVERIFY(problems.empty());
+
+        swarm.reset();
+        s.pin = std::string(64, '0');
+        {
+            node::NodeStatusFeed feed(s, cb);
+            QVERIFY(test::eventually([&] {
+                std::lock_guard lock(mutex);
+                return !problems.empty();
+            }));
+            std::this_thread::sleep_for(std::chrono::milliseconds(300)); // several more failed reads
+        }
+        QCOMPARE(problems.size(), size_t(1));
+        QVERIFY2(problems[0].find("the peer graph shows this node only") != std::string::npos, problems[0].c_str());
+        QVERIFY(!swarm);
     }
 };
 
