@@ -73,6 +73,7 @@ struct StageSession::Impl
     std::atomic<bool> running{false};
     std::thread evalThread;
     std::atomic<bool> evaluating{false};
+    std::atomic<bool> closing{false}; // the session is being destroyed: evaluation gives up
 
     mutable std::mutex mutex; // guards the fields below
     Phase phase = Phase::Waiting;
@@ -290,6 +291,8 @@ void StageSession::Impl::evaluatePipeline(bool final, int64_t step)
     device::applyThreadConfig({1, 1});
     const auto deadline = Clock::now() + std::chrono::seconds(final ? 120 : 20);
     while (Clock::now() < deadline) {
+        if (closing)
+            return; // a new assignment or a stop: the weights to evaluate are gone anyway
         // The final evaluation waits for every stage's final (averaged) weights.
         auto weights = relay->gatherPipeline(a().stages, std::chrono::seconds(5), final ? uint64_t(finalMarker()) : 0);
         if (!weights) {
@@ -405,6 +408,7 @@ StageSession::StageSession(PeerMesh &mesh, StageSessionConfig config, Callbacks 
 
 StageSession::~StageSession()
 {
+    d->closing = true; // an evaluation waiting on the other stages stops within one try (5 s)
     d->transport->abort({train::StopKind::Cancelled, d->a().stage, "this node's assignment changed or it stops"});
     for (auto &r : d->rings)
         if (r.links)
