@@ -52,7 +52,7 @@ private:
 
 // Keeps what an attached desktop shows besides progress: the checkpoints and, in a swarm
 // (`coordinator` not empty), this node's place and peers from the coordinator's status
-// API, which listens one port above the coordinator unless its operator moved it.
+// API (--status-port, else one port above the coordinator's, its default).
 std::unique_ptr<rookery::node::NodeStatusFeed> startStatusFeed(rookery::control::NodeControl *state,
                                                                const rookery::app::NodeOptions &options,
                                                                const std::string &coordinator)
@@ -67,7 +67,7 @@ std::unique_ptr<rookery::node::NodeStatusFeed> startStatusFeed(rookery::control:
     if (!coordinator.empty()) {
         const auto address = net::CoordinatorAddress::parse(coordinator);
         s.statusHost = address.host;
-        s.statusPort = uint16_t(address.port + 1);
+        s.statusPort = options.statusPort > 0 ? uint16_t(options.statusPort) : uint16_t(address.port + 1);
         s.pin = address.sha256;
         s.selfId = net::Identity::loadOrCreate(options.dataDir).nodeId();
         cb.swarm = [state, coordinator](const node::SwarmStatusView &v) {

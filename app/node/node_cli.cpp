@@ -25,6 +25,8 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
     p.option("bind", "HOST", "swarm: the IPv4 address peers reach this node at", &o.bind);
     p.option("port", "N", "swarm: the port peers reach this node at (0: any free port)", &o.port, 0, 65535);
     p.flag("stay", "swarm: stay in the swarm after the run is complete", &o.stay);
+    p.option("status-port", "N", "swarm: the coordinator's status API, for the peer graph (0: its port + 1)",
+             &o.statusPort, 0, 65535);
     p.option("data-dir", "DIR", "where the database and identity live", &o.dataDir);
     p.option("control-port", "N", "the control API's port on 127.0.0.1 (0: any free; see DIR/control-port)",
              &o.controlPort, 0, 65535);
@@ -99,7 +101,7 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
     if (!o.join.empty() && o.profile)
         throw Error("--profile and --join do not go together");
     if (o.join.empty())
-        for (const char *swarmOnly : {"name", "bind", "port", "stay"})
+        for (const char *swarmOnly : {"name", "bind", "port", "stay", "status-port"})
             if (p.given(swarmOnly))
                 throw Error(std::string("--") + swarmOnly + " goes with --join");
     if (!o.join.empty()) {

@@ -22,6 +22,7 @@ struct NodeOptions
     std::string bind = "127.0.0.1";
     int port = 0;
     bool stay = false;      ///< swarm: stay in the swarm after the run is complete
+    int statusPort = 0;     ///< swarm: the coordinator's status API port; 0: the coordinator's + 1
     int controlPort = 0;    ///< the local control API's port on 127.0.0.1; 0: any free port
     bool noControl = false; ///< serve no local control API
 };

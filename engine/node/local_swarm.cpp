@@ -3,7 +3,9 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -88,6 +90,19 @@ void spawn(Child &c)
 
 } // namespace
 
+uint16_t statusPortInLine(const std::string &line)
+{
+    constexpr std::string_view kPrefix = "status: https://";
+    const auto path = line.find("/v1/status");
+    if (line.rfind(kPrefix, 0) != 0 || path == std::string::npos)
+        return 0;
+    const auto colon = line.rfind(':', path);
+    if (colon == std::string::npos || colon < kPrefix.size())
+        return 0;
+    const long port = std::strtol(line.c_str() + colon + 1, nullptr, 10);
+    return port > 0 && port < 65536 ? uint16_t(port) : 0;
+}
+
 std::filesystem::path programDirectory()
 {
     std::error_code ec;
@@ -102,6 +117,7 @@ struct LocalSwarm::Impl
     Child coordinator;
     std::vector<Child> nodes;
     std::string address;
+    uint16_t statusPort = 0;
 
     void drain(Child &c, bool all)
     {
@@ -126,6 +142,8 @@ struct LocalSwarm::Impl
     {
         if (&c == &coordinator && address.empty() && line.rfind("address: ", 0) == 0)
             address = line.substr(9);
+        if (&c == &coordinator && statusPort == 0)
+            statusPort = statusPortInLine(line);
         if (lines)
             lines(c.name, line);
     }
@@ -249,6 +267,8 @@ void LocalSwarm::start(std::chrono::seconds timeout)
                   (s.workDir / ("node-" + std::to_string(i + 1))).string()};
         if (!s.datasetDir.empty())
             c.args.insert(c.args.end(), {"--dataset-dir", s.datasetDir.string()});
+        if (d->statusPort > 0) // for the peer graph of a desktop attached to the node
+            c.args.insert(c.args.end(), {"--status-port", std::to_string(d->statusPort)});
         c.args.insert(c.args.end(), s.nodeArgs.begin(), s.nodeArgs.end());
         spawn(c);
         if (d->lines)

@@ -64,6 +64,10 @@ private:
     std::unique_ptr<Impl> d;
 };
 
+/// The port in rookery-coordinator's "status: https://HOST:PORT/v1/status" line; 0 for
+/// any other line.
+uint16_t statusPortInLine(const std::string &line);
+
 /// The directory of the running program (to find the sibling programs).
 std::filesystem::path programDirectory();
 

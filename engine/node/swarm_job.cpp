@@ -21,19 +21,6 @@ using Clock = std::chrono::steady_clock;
 using Level = EngineEvent::Level;
 
 // "status: https://127.0.0.1:40123/v1/status", as rookery-coordinator prints it.
-uint16_t statusPortIn(const std::string &line)
-{
-    constexpr std::string_view kPrefix = "status: https://";
-    const auto path = line.find("/v1/status");
-    if (line.rfind(kPrefix, 0) != 0 || path == std::string::npos)
-        return 0;
-    const auto colon = line.rfind(':', path);
-    if (colon == std::string::npos || colon < kPrefix.size())
-        return 0;
-    const long port = std::strtol(line.c_str() + colon + 1, nullptr, 10);
-    return port > 0 && port < 65536 ? uint16_t(port) : 0;
-}
-
 int64_t nowMs()
 {
     using namespace std::chrono;
@@ -273,7 +260,7 @@ void SwarmJob::readStatus()
 void SwarmJob::onLine(const std::string &who, const std::string &line)
 {
     if (who == "coordinator")
-        if (const uint16_t port = statusPortIn(line)) {
+        if (const uint16_t port = statusPortInLine(line)) {
             std::lock_guard lock(m_mutex);
             m_statusPort = port;
         }

@@ -12,6 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/control/control_client.h"
+#include "engine/control/control_files.h"
+#include "engine/control/snapshot_json.h"
 #include "tests/support/test_support.h"
 
 using namespace rookery;
@@ -172,6 +175,23 @@ private Q_SLOTS:
         QVERIFY(run.start(dir.path(), false));
         QVERIFY2(run.waitFor([&] { return run.output.contains(QStringLiteral("[node 4] step ")); }, 4min),
                  qPrintable(run.output.right(3000)));
+        // Each node's control API shows the whole swarm (read from the coordinator's status
+        // API, whose port the launcher passed on): what an attached desktop draws.
+        const auto node1 = std::filesystem::path(dir.path().toStdString()) / "node-1";
+        QVERIFY(test::waitFor(
+            [&] {
+                try {
+                    const auto e = control::readControlEndpoint(node1);
+                    control::ControlClient client("127.0.0.1", e.port, e.token);
+                    const auto reply = client.request("GET", "/v1/status");
+                    const auto s = control::snapshotFromJson(reply.body);
+                    return reply.status == 200 && s.peers.size() == 4 && s.links.size() >= 2 &&
+                           s.assignment.stageCount == 2;
+                } catch (const std::exception &) {
+                    return false;
+                }
+            },
+            60s));
         const auto children = [&] { return processesMentioning(dir.path().toStdString()); };
         QCOMPARE(children().size(), size_t(6)); // the launcher, the coordinator and 4 nodes
         QCOMPARE(::kill(pid_t(run.process.processId()), SIGKILL), 0);
