@@ -25,10 +25,12 @@ struct NodeStatusFeedSettings
     std::chrono::milliseconds interval{2000};
 };
 
-/// What a desktop attached to a headless node shows besides its progress: the
-/// checkpoints in the node's database and, in a swarm, the node's place and its peers as
-/// the coordinator's status API reports them. Reads both every `interval` on a thread of
-/// its own, so that the control API answers from memory.
+/// What the desktop app shows of a node besides its progress: the checkpoints in the
+/// node's database and, in a swarm, the node's place and its peers as the coordinator's
+/// status API reports them. Reads both every `interval` on a thread of its own, so that
+/// nobody asking waits on SQLite or the network. rookery-node keeps its control API's
+/// view with it; the app's SwarmJob its peer graph (without checkpoints, listed by the
+/// engine).
 ///
 /// Thread safety: the callbacks run on the feed's thread, one at a time; the destructor
 /// stops and joins it (up to one status request's timeout).

@@ -206,17 +206,15 @@ std::string SwarmJob::supervise(LocalSwarm *swarm, bool &failed)
         m_nodeDone = true;
         m_wake.notify_all();
     });
-    auto nextStatus = Clock::now();
-    while (!m_stop && !m_nodeDone) {
-        if (swarm) {
-            swarm->poll(std::chrono::milliseconds(200));
-        } else {
-            std::unique_lock lock(m_mutex);
-            m_wake.wait_for(lock, std::chrono::milliseconds(250), [this] { return m_stop || m_nodeDone; });
-        }
-        if (Clock::now() >= nextStatus) {
-            readStatus();
-            nextStatus = Clock::now() + m_settings.statusInterval;
+    {
+        const auto feed = startStatusFeed(); // the peer graph, read on a thread of its own
+        while (!m_stop && !m_nodeDone) {
+            if (swarm) {
+                swarm->poll(std::chrono::milliseconds(200));
+            } else {
+                std::unique_lock lock(m_mutex);
+                m_wake.wait_for(lock, std::chrono::milliseconds(250), [this] { return m_stop || m_nodeDone; });
+            }
         }
     }
     m_nodeThread.join(); // after a stop request: the node saves a checkpoint, then returns
@@ -229,32 +227,30 @@ std::string SwarmJob::supervise(LocalSwarm *swarm, bool &failed)
     return m_nodeSummary ? outcomeOf(*m_nodeSummary) : "stopped on request";
 }
 
-void SwarmJob::readStatus()
+std::unique_ptr<NodeStatusFeed> SwarmJob::startStatusFeed()
 {
-    std::string address, selfId;
-    uint16_t port = 0;
+    NodeStatusFeedSettings s;
     {
         std::lock_guard lock(m_mutex);
-        address = m_address;
-        selfId = m_selfId;
-        port = m_statusPort;
+        if (m_statusPort == 0 || m_address.empty())
+            return nullptr;
+        const auto parsed = net::CoordinatorAddress::parse(m_address); // checked in main()
+        s.statusHost = parsed.host;
+        s.statusPort = m_statusPort;
+        s.pin = parsed.sha256;
+        s.selfId = m_selfId;
     }
-    if (port == 0 || address.empty())
-        return;
-    std::string error;
-    try {
-        const auto parsed = net::CoordinatorAddress::parse(address);
-        SwarmStatusView view = parseSwarmStatus(
-            fetchSwarmStatus(parsed.host, port, parsed.sha256, std::chrono::milliseconds(1500)), selfId);
+    s.interval = m_settings.statusInterval;
+    NodeStatusFeed::Callbacks cb; // the engine lists the checkpoints itself
+    cb.swarm = [this](const SwarmStatusView &view) {
         std::lock_guard lock(m_mutex);
-        m_status = std::move(view);
-    } catch (const Error &e) {
-        error = e.what();
-    }
-    std::lock_guard lock(m_mutex);
-    if (!error.empty() && error != m_statusError) // once per kind of failure, not every 2 s
-        say(Level::Warning, "swarm", error + "; the peer graph shows this node only");
-    m_statusError = error;
+        m_status = view;
+    };
+    cb.problem = [this](const std::string &problem) { // once per kind of failure
+        if (!problem.empty())
+            say(Level::Warning, "swarm", problem);
+    };
+    return std::make_unique<NodeStatusFeed>(std::move(s), std::move(cb));
 }
 
 void SwarmJob::onLine(const std::string &who, const std::string &line)

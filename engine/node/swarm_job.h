@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/node/local_swarm.h"
+#include "engine/node/node_status_feed.h"
 #include "engine/node/swarm_node.h"
 #include "engine/node/swarm_status.h"
 #include "engine/node/training_job.h"
@@ -51,7 +52,7 @@ private:
     device::GovernorSettings forThisSwarm(device::GovernorSettings settings) const;
     void main();
     std::string supervise(LocalSwarm *swarm, bool &failed);
-    void readStatus();
+    std::unique_ptr<NodeStatusFeed> startStatusFeed();
     void onLine(const std::string &who, const std::string &line);
 
     SwarmJobSettings m_settings;
@@ -71,7 +72,6 @@ private:
     std::chrono::steady_clock::time_point m_progressAt{};
     int64_t m_samplesBefore = 0; // samples of earlier stage sessions
     std::optional<SwarmStatusView> m_status;
-    std::string m_statusError;
     // What the user asked for before the node existed (the demo swarm takes a while to
     // start), applied to its governor when it is made.
     bool m_paused = false;
