@@ -9,6 +9,8 @@
 #include <QSpinBox>
 #include <QtTest>
 
+#include "engine/common/error.h"
+#include "engine/device/governor_settings.h"
 #include "tests/ui/ui_fixture.h"
 #include "ui/settings/governor_settings_store.h"
 #include "ui/settings/settings_dialog.h"
@@ -166,15 +168,79 @@ private Q_SLOTS:
     {
         std::set<std::string> keys;
         for (const auto &f : ui::settingsFields()) {
-            QVERIFY2(keys.insert(f.key).second, f.key);
+            QVERIFY2(keys.insert(f.key).second, f.key.c_str());
             QVERIFY(!f.label.isEmpty());
             QVERIFY(!f.help.isEmpty());
             if (f.kind == ui::SettingsField::Kind::Integer) {
-                const int v = std::atoi(f.defaultValue);
-                QVERIFY2(f.min <= v && v <= f.max, f.key);
+                const int v = std::atoi(f.defaultValue.c_str());
+                QVERIFY2(f.min <= v && v <= f.max, f.key.c_str());
             }
         }
         QCOMPARE(keys.size(), size_t(14));
+    }
+
+    // The app's table holds presentation only: each row stands on one engine row, whose
+    // key, kind and range it shows, and every engine setting has a row.
+    void tableStandsOnTheEngines()
+    {
+        std::set<const device::GovernorSettingField *> rows;
+        for (const auto &f : ui::settingsFields()) {
+            QVERIFY(f.setting);
+            QVERIFY2(rows.insert(f.setting).second, f.key.c_str());
+            QCOMPARE(f.key, std::string(f.setting->key));
+            QCOMPARE(int(f.kind), int(f.setting->kind()));
+            if (f.kind == ui::SettingsField::Kind::Integer) {
+                QCOMPARE(int64_t(f.min), f.setting->min);
+                QVERIFY2(f.max > 0 && int64_t(f.max) <= f.setting->max, f.key.c_str());
+            }
+            QCOMPARE(ui::findSettingsField(f.key), &f);
+        }
+        QCOMPARE(rows.size(), device::governorSettingFields().size());
+        QVERIFY(!ui::findSettingsField("turbo"));
+    }
+
+    void defaultsAreTheVolunteerSettings()
+    {
+        const auto defaults = ui::defaultGovernorSettings();
+        QCOMPARE(defaults, device::toKeyValues(device::volunteerGovernorSettings()));
+        QCOMPARE(defaults.at("active.cpu-percent"), std::string("50"));
+        QCOMPARE(defaults.at("active.upload-kibps"), std::string("1024"));
+        QCOMPARE(defaults.at("active.download-kibps"), std::string("4096"));
+        QCOMPARE(defaults.at("memory-cap-mib"), std::string("2048"));
+        QCOMPARE(defaults.at("idle.cpu-percent"), std::string("100"));
+        QCOMPARE(defaults.at("pause-on-battery"), std::string("true"));
+        for (const auto &f : ui::settingsFields())
+            QCOMPARE(f.defaultValue, defaults.at(f.key));
+    }
+
+    void everyValueTheDialogCanProduceIsAccepted()
+    {
+        ui::SettingsDialog d(ui::defaultGovernorSettings());
+        for (const auto &f : ui::settingsFields()) {
+            QVERIFY2(d.editor(f.key), f.key.c_str()); // the dialog builds every editor
+            auto *spin = qobject_cast<QSpinBox *>(d.editor(f.key));
+            QCOMPARE(spin != nullptr, f.kind == ui::SettingsField::Kind::Integer);
+            if (!spin)
+                continue;
+            QCOMPARE(spin->minimum(), f.min);
+            QCOMPARE(spin->maximum(), f.max);
+            for (int v : {spin->minimum(), spin->maximum()}) {
+                spin->setValue(v);
+                try {
+                    device::fromKeyValues(d.values());
+                } catch (const Error &e) {
+                    QFAIL(e.what());
+                }
+            }
+            spin->setValue(std::atoi(f.defaultValue.c_str()));
+        }
+        QCOMPARE(d.values(), ui::defaultGovernorSettings());
+        editor<QLineEdit>(&d, "schedule")->setText(QStringLiteral("mon-fri 18:00-08:00, sat-sun all day"));
+        try {
+            device::fromKeyValues(d.values());
+        } catch (const Error &e) {
+            QFAIL(e.what());
+        }
     }
 };
 

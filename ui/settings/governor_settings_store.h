@@ -9,7 +9,7 @@ class QSettings;
 namespace rookery::ui {
 
 /// The governor's settings as the app keeps them between runs: the volunteer defaults
-/// (settings_fields.h) overlaid with what the person saved, under "governor/<key>".
+/// (device::volunteerGovernorSettings(), as settings_fields.h writes them) overlaid with what the person saved, under "governor/<key>".
 ///
 /// Thread safety: UI thread, like the QSettings it wraps.
 class GovernorSettingsStore

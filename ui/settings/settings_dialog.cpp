@@ -142,7 +142,7 @@ void SettingsDialog::addEditor(QFormLayout *form, const SettingsField &f)
     editor->setAccessibleName(name);
     editor->setAccessibleDescription(f.help);
     editor->setToolTip(f.help);
-    editor->setObjectName(QString::fromLatin1(f.key));
+    editor->setObjectName(QString::fromStdString(f.key));
     form->addRow(QString(), helpLabel(f.help, page));
     m_editors[f.key] = editor;
 }

@@ -8,22 +8,17 @@
 
 #include <unistd.h>
 
+#include "engine/common/wall_clock.h"
 #include "ui/settings/settings_fields.h"
 
 namespace rookery::ui {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 constexpr double kTick = 0.25;           // seconds between publications
 constexpr double kSamplesPerCore = 2500; // invented throughput at 100% CPU
 constexpr int64_t kBatch = 64;
 constexpr int64_t kTotalSteps = 20000;
-
-int64_t nowMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 node::DeviceView probeLightly()
 {
@@ -89,7 +84,7 @@ void SimulatedEngine::post(std::function<void()> job)
 
 void SimulatedEngine::run()
 {
-    auto last = Clock::now();
+    auto last = SteadyClock::now();
     std::unique_lock lock(m_mutex);
     while (!m_quit) {
         m_wake.wait_for(lock, std::chrono::duration<double>(kTick), [this] { return m_quit || !m_jobs.empty(); });
@@ -100,7 +95,7 @@ void SimulatedEngine::run()
             job();
             lock.lock();
         }
-        const auto now = Clock::now();
+        const auto now = SteadyClock::now();
         const double elapsed = std::chrono::duration<double>(now - last).count();
         if (elapsed >= kTick) {
             last = now;

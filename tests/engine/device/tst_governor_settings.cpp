@@ -81,14 +81,12 @@ private Q_SLOTS:
         // The same value set directly in the struct, through setSettings().
         auto keyValues = device::toKeyValues(good);
         keyValues[key.toStdString()] = value.toStdString();
-        for (const auto &f : device::governorSettingFields()) {
-            if (f.key != key.toStdString())
-                continue;
-            if (const auto *get = std::get_if<int64_t &(*)(GovernorSettings &)>(&f.field))
-                (*get)(bad) = value.toLongLong();
-            else if (const auto *text = std::get_if<std::string &(*)(GovernorSettings &)>(&f.field))
-                (*text)(bad) = value.toStdString();
-        }
+        const device::GovernorSettingField *f = device::findGovernorSettingField(key.toStdString());
+        QVERIFY(f);
+        if (const auto *integer = std::get_if<device::SettingMember<int64_t>>(&f->member))
+            integer->in(bad) = value.toLongLong();
+        else if (const auto *text = std::get_if<device::SettingMember<std::string>>(&f->member))
+            text->in(bad) = value.toStdString();
         QVERIFY_THROWS_EXCEPTION(Error, g.setSettings(bad));
         QVERIFY(g.settings() == good);
         QCOMPARE(g.status().reason, before.reason);
@@ -121,6 +119,47 @@ private Q_SLOTS:
         }
         // Every field maps to one key: changing one key changes exactly one field.
         QCOMPARE(keys.size(), size_t(14));
+    }
+
+    void membersFindTheirRow()
+    {
+        using device::Limits;
+        using device::SettingMember;
+        std::set<size_t> rows;
+        for (const auto &f : device::governorSettingFields()) {
+            QCOMPARE(&device::governorSettingField(f.member), &f); // no two rows share a member
+            QCOMPARE(device::findGovernorSettingField(f.key), &f);
+            rows.insert(size_t(&f - device::governorSettingFields().data()));
+        }
+        QCOMPARE(rows.size(), device::governorSettingFields().size());
+        const auto &cpu = device::governorSettingField(SettingMember(&GovernorSettings::whenIdle, &Limits::cpuPercent));
+        QCOMPARE(cpu.key, std::string_view("idle.cpu-percent"));
+        QCOMPARE(int(cpu.kind()), int(device::GovernorSettingField::Kind::Integer));
+        QCOMPARE(cpu.min, int64_t(1));
+        QCOMPARE(cpu.max, int64_t(100));
+        const auto &battery = device::governorSettingField(SettingMember(&GovernorSettings::pauseOnBattery));
+        QCOMPARE(battery.key, std::string_view("pause-on-battery"));
+        QCOMPARE(int(battery.kind()), int(device::GovernorSettingField::Kind::Switch));
+        QCOMPARE(int(device::governorSettingField(SettingMember(&GovernorSettings::schedule)).kind()),
+                 int(device::GovernorSettingField::Kind::Text));
+        QVERIFY(!device::findGovernorSettingField("turbo"));
+    }
+
+    void volunteerDefaultsAreValidAndCourteous()
+    {
+        const GovernorSettings v = device::volunteerGovernorSettings();
+        device::validate(v);
+        QCOMPARE(v.whenActive.cpuPercent, int64_t(50));
+        QCOMPARE(v.whenActive.uploadKiBps, int64_t(1024));
+        QCOMPARE(v.whenActive.downloadKiBps, int64_t(4096));
+        QCOMPARE(v.memoryCapMiB, int64_t(2048));
+        QCOMPARE(v.whenIdle.cpuPercent, int64_t(100));
+        QVERIFY(v.pauseOnBattery);
+        QVERIFY(!v.runOnlyWhenIdle);
+        QVERIFY(device::fromKeyValues(device::toKeyValues(v)) == v);
+        auto withSchedule = device::toKeyValues(v);
+        withSchedule["schedule"] = "mon-fri 18:00-08:00, sat-sun all day";
+        device::fromKeyValues(withSchedule);
     }
 
     void keyValueErrors_data()
