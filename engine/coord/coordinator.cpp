@@ -1,70 +1,25 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// The Coordinator's life cycle (start, stop, the worker thread), its status document and
+// its public face. The stored run is resumed in coordinator_resume.cpp; planning rounds
+// are in coordinator_planning.cpp.
 #include "engine/coord/coordinator.h"
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <ctime>
-#include <mutex>
-#include <optional>
-#include <thread>
 #include <utility>
 
 #include <unistd.h>
 
 #include "engine/common/error.h"
-#include "engine/common/format.h"
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
-#include "engine/coord/assignment_builder.h"
-#include "engine/coord/coord_json.h"
-#include "engine/coord/coordinator_identity.h"
+#include "engine/common/wall_clock.h"
+#include "engine/coord/coordinator_impl.h"
 #include "engine/coord/coordinator_metrics.h"
-#include "engine/coord/coordinator_store.h"
-#include "engine/coord/node_registry.h"
-#include "engine/coord/plan_state.h"
-#include "engine/coord/status_json.h"
-#include "engine/coord/status_server.h"
+#include "engine/coord/registration_check.h"
 #include "engine/coord/wire_convert.h"
-#include "engine/net/listener.h"
 
 namespace rookery::coord {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr const char *kArea = "coord";
-
-int64_t unixMillis()
-{
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-std::string newRunId()
-{
-    const std::time_t t = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&t, &utc);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "run-%Y%m%d-%H%M%S", &utc);
-    return buf;
-}
-
-swarm::PlanModel planModelOf(const RunConfig &run)
-{
-    double copies = 0;
-    if (run.optimizer.kind == train::OptimizerKind::AdamW)
-        copies = 2;
-    else if (run.optimizer.momentum != 0)
-        copies = 1;
-    return {run.model, run.microbatch, copies};
-}
-
-bool sameRun(RunConfig a, RunConfig b)
-{
-    a.runId = b.runId = "";
-    return a == b;
-}
 
 std::string hostForAddress(const CoordinatorSettings &s)
 {
@@ -81,77 +36,7 @@ std::string hostForAddress(const CoordinatorSettings &s)
 
 } // namespace
 
-struct Coordinator::Impl
-{
-    struct Pending
-    {
-        bool leave = false;
-        bool join = false;
-        swarm::Capacity capacity;
-    };
-
-    explicit Impl(CoordinatorSettings s);
-    void start();
-    void stop();
-    void restore(const StoredState &stored);
-    void work();
-    void maybePlan(Clock::time_point now);
-    void round(Clock::time_point now, std::map<std::string, Pending> events, bool republish, bool full);
-    void publishPlacements();
-    StatusDocument statusDocument();
-    StatusInputs statusInputs();
-
-    void enqueueJoin(const std::string &id, const swarm::Capacity &c)
-    {
-        std::lock_guard lock(inboxMutex);
-        auto &p = pending[id];
-        p.join = true;
-        p.capacity = c;
-    }
-    void enqueueLeave(const std::string &id)
-    {
-        std::lock_guard lock(inboxMutex);
-        auto &p = pending[id];
-        p.join = false; // joined and left before the planner saw it: nothing to place
-        p.leave = true;
-    }
-
-    CoordinatorSettings settings;
-    const Clock::time_point startedAt = Clock::now();
-    CoordinatorIdentity identity;
-    CoordinatorStore store;
-    RunConfig run;
-    ReplayGuard replay;
-
-    // The planner's own state: touched by the worker thread only (and the constructor).
-    PlanState plan;
-    std::map<std::string, Assignment> published; ///< what the planner last handed out, by node
-    std::optional<Clock::time_point> holdSince;  ///< since when the volunteers could hold the model
-    Clock::time_point lastRound;
-
-    std::mutex inboxMutex;
-    std::condition_variable inboxWake;
-    std::map<std::string, Pending> pending;
-    bool republish = false, fullReplan = false, stopping = false;
-
-    std::unique_ptr<NodeRegistry> registry;
-    std::atomic<uint64_t> statusVersion{1};
-    std::atomic<uint64_t> planRounds{0};
-    std::mutex summaryMutex;
-    PlanSummary summary;
-    std::mutex statusMutex;
-    std::shared_ptr<const std::string> statusCache;
-    uint64_t cacheVersion = 0;
-    Clock::time_point cacheAt;
-
-    // Declared after everything their threads call into, so destroyed before it.
-    std::unique_ptr<net::NetContext> net;
-    std::unique_ptr<net::Listener> listener;
-    std::unique_ptr<StatusServer> status;
-    std::thread worker;
-    std::string host;
-    bool stopped = false;
-};
+using namespace coordinator_detail;
 
 Coordinator::Impl::Impl(CoordinatorSettings s)
     : settings(std::move(s))
@@ -180,53 +65,6 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
     registry = std::make_unique<NodeRegistry>(rc, identity.ca, &store, replay, std::move(hooks));
     registry->restore(stored, plan.ids(), settings.restartGrace);
     summary = summarize(plan);
-}
-
-// Resumes the stored run when the operator asks for the same one; else starts afresh.
-void Coordinator::Impl::restore(const StoredState &stored)
-{
-    for (const auto &[nonce, at] : stored.nonces)
-        replay.admit(nonce, at);
-    std::optional<RunConfig> previous;
-    if (stored.run) {
-        try {
-            previous = runConfigFromJson(stored.run->configJson);
-        } catch (const Error &e) {
-            log::warning(kArea, std::string("ignoring the stored run: ") + e.what());
-        }
-    }
-    if (previous && sameRun(*previous, run)) {
-        run.runId = stored.run->id;
-        std::map<std::string, swarm::Capacity> capacities;
-        for (const auto &v : stored.volunteers) {
-            try {
-                capacities.emplace(v.nodeId, capacityOf(v.profileJson, v.uploadBytesPerSecond > 0
-                                                                           ? v.uploadBytesPerSecond
-                                                                           : kDefaultUploadBytesPerSecond));
-            } catch (const Error &) { }
-        }
-        if (!stored.run->planJson.empty()) {
-            try {
-                plan = PlanState::fromJson(
-                    planModelOf(run),
-                    {run.seed, settings.planPopulation, settings.planGenerations, settings.clusterSize},
-                    stored.run->planJson, capacities);
-            } catch (const Error &e) {
-                log::warning(kArea, std::string("cannot restore the stored plan; planning afresh: ") + e.what());
-            }
-        }
-        for (const auto &[id, a] : stored.assignments)
-            if (plan.contains(id))
-                published.emplace(id, a);
-        log::info(kArea, "resuming " + run.runId + ": " + std::to_string(stored.volunteers.size()) +
-                             " known volunteers, " + std::to_string(plan.size()) + " in the plan");
-        return;
-    }
-    run.runId = newRunId();
-    if (previous)
-        log::warning(kArea, "the run configuration differs from the stored run " + stored.run->id + "; starting " +
-                                run.runId + " with a fresh plan");
-    store.saveRun({run.runId, unixMillis(), toJson(run), ""});
 }
 
 void Coordinator::Impl::start()
@@ -280,7 +118,7 @@ void Coordinator::Impl::stop()
         worker.join();
     if (net)
         net->stop();
-    store.saveMetrics(registry->takeMetrics(unixMillis()));
+    store.saveMetrics(registry->takeMetrics(nowMs()));
     store.flush();
 }
 
@@ -301,7 +139,7 @@ void Coordinator::Impl::work()
             maybePlan(now);
             if (now >= nextMetrics) {
                 nextMetrics = now + settings.metricsInterval;
-                const int64_t ms = unixMillis();
+                const int64_t ms = nowMs();
                 store.saveMetrics(registry->takeMetrics(ms));
                 replay.prune(ms);
                 store.prune(
@@ -314,87 +152,6 @@ void Coordinator::Impl::work()
         lock.lock();
     }
 }
-
-void Coordinator::Impl::maybePlan(Clock::time_point now)
-{
-    std::map<std::string, Pending> events;
-    bool rep = false, full = false;
-    {
-        std::lock_guard lock(inboxMutex);
-        const bool due = (!pending.empty() || republish || fullReplan) && now - lastRound >= settings.planInterval;
-        const bool firstDue = !plan.isWorking() && holdSince && now - *holdSince >= settings.firstPlanDelay;
-        if (!due && !firstDue)
-            return;
-        events = std::exchange(pending, {});
-        rep = std::exchange(republish, false);
-        full = std::exchange(fullReplan, false);
-    }
-    lastRound = now;
-    round(now, std::move(events), rep, full);
-}
-
-void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pending> events, bool, bool full)
-{
-    const auto started = Clock::now();
-    std::vector<std::string> leaves;
-    std::vector<std::pair<std::string, swarm::Capacity>> joins;
-    for (const auto &[id, p] : events) {
-        if (p.leave)
-            leaves.push_back(id);
-        if (p.join)
-            joins.emplace_back(id, p.capacity);
-    }
-    PlanChange change = plan.apply(leaves, joins);
-    const bool hadPlan = plan.hasPlan();
-    // A first plan (or a fresh one when no cluster works any more) once the volunteers
-    // can hold the model and the crowd had time to arrive.
-    if (!plan.isWorking() && plan.size() > 0 && plan.canHoldModel()) {
-        if (!holdSince)
-            holdSince = now;
-        const bool everyoneHere = settings.expectNodes > 0 && plan.size() >= size_t(settings.expectNodes);
-        if (now - *holdSince >= settings.firstPlanDelay || everyoneHere)
-            full = true;
-    } else if (!plan.isWorking()) {
-        holdSince.reset();
-    }
-    if (full) {
-        try {
-            change = plan.planAll();
-        } catch (const Error &e) {
-            log::warning(kArea, std::string("cannot plan yet: ") + e.what());
-            holdSince = now; // try again after another delay
-        }
-    }
-    publishPlacements();
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-    {
-        std::lock_guard lock(summaryMutex);
-        summary = summarize(plan);
-        summary.rounds = ++planRounds;
-        summary.lastRoundMs = ms;
-    }
-    ++statusVersion;
-    store.savePlan(run.runId, plan.toJson());
-    if (plan.isWorking())
-        log::info(kArea, std::string(change.replanned ? (hadPlan ? "re-planned everyone" : "first plan") : "re-plan") +
-                             ": " + std::to_string(joins.size()) + " joined, " + std::to_string(leaves.size()) +
-                             " left, " + std::to_string(change.moved.size()) + " moved; " +
-                             std::to_string(summary.clusters.size()) + " clusters, predicted " +
-                             format::count(int64_t(plan.plan().predictedSamplesPerSecond)) + " samples/s (" +
-                             std::to_string(int64_t(ms)) + " ms)");
-}
-
-void Coordinator::Impl::publishPlacements()
-{
-    auto fresh = buildAssignments(plan.placements(), registry->addresses(), published);
-    std::map<std::string, Assignment> changed;
-    for (const auto &[id, a] : fresh)
-        if (const auto it = published.find(id); it == published.end() || !it->second.samePlacement(a))
-            changed.emplace(id, a);
-    published = std::move(fresh);
-    registry->publish(changed);
-}
-
 StatusDocument Coordinator::Impl::statusDocument()
 {
     const uint64_t version = statusVersion.load();
@@ -421,7 +178,7 @@ StatusInputs Coordinator::Impl::statusInputs()
     in.nodes = registry->snapshot();
     in.counters = registry->counters();
     in.uptimeMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - startedAt).count();
-    in.timeMs = unixMillis();
+    in.timeMs = nowMs();
     return in;
 }
 

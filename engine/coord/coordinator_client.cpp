@@ -13,6 +13,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/version.h"
+#include "engine/common/wall_clock.h"
 #include "engine/coord/wire_convert.h"
 #include "engine/net/dialer.h"
 #include "engine/net/net_context_impl.h"
@@ -31,12 +32,6 @@ std::string randomNonce()
     if (RAND_bytes(reinterpret_cast<unsigned char *>(nonce.data()), int(nonce.size())) != 1)
         throw Error("cannot draw a random registration nonce");
     return nonce;
-}
-
-int64_t unixMillis()
-{
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
 }
 
 } // namespace
@@ -110,7 +105,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
                  config.listenAddress,
                  config.profileJson,
                  randomNonce(),
-                 unixMillis(),
+                 nowMs(),
                  std::string("rookery ") + kVersion,
                  config.uploadBytesPerSecond,
                  identity.publicKeyPem()};

@@ -6,18 +6,13 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/common/wall_clock.h"
 #include "engine/coord/coord_json.h"
 #include "engine/store/schema.h"
 #include "engine/store/sqlite_db.h"
 
 namespace rookery::coord {
 namespace {
-
-int64_t nowMillis()
-{
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 NodeActivity activityFrom(const std::string &name)
 {
@@ -178,7 +173,7 @@ void CoordinatorStore::saveRun(StoredRun r)
             .bind(2, r.createdAtMs)
             .bind(3, std::string_view(r.configJson))
             .bind(4, std::string_view(r.planJson))
-            .bind(5, nowMillis())
+            .bind(5, nowMs())
             .run();
     });
 }
@@ -188,7 +183,7 @@ void CoordinatorStore::savePlan(const std::string &runId, std::string planJson)
     post([runId, plan = std::move(planJson)](store::Database &db) {
         db.prepare("UPDATE coord_runs SET plan = ?, updated_at = ? WHERE id = ?")
             .bind(1, std::string_view(plan))
-            .bind(2, nowMillis())
+            .bind(2, nowMs())
             .bind(3, std::string_view(runId))
             .run();
     });
@@ -206,7 +201,7 @@ void CoordinatorStore::saveAssignment(const std::string &runId, const std::strin
             .bind(2, std::string_view(nodeId))
             .bind(3, version)
             .bind(4, std::string_view(text))
-            .bind(5, nowMillis())
+            .bind(5, nowMs())
             .run();
     });
 }

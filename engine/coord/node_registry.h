@@ -111,7 +111,7 @@ public:
     /// Peer addresses of every node, by id.
     std::map<std::string, std::string> addresses() const;
     /// The latest report of every online node that sent one since the last call.
-    std::vector<StoredMetric> takeMetrics(int64_t nowMs);
+    std::vector<StoredMetric> takeMetrics(int64_t atMs);
 
     std::vector<NodeStatus> snapshot() const;
     RegistryCounters counters() const;

@@ -39,7 +39,7 @@ using TlsStream = beast::ssl_stream<asio::ip::tcp::socket>;
 enum class Side { Client, Server };
 
 /// Everything a session needs besides its stream.
-struct SessionSetup
+struct LinkSessionSetup
 {
     Side side = Side::Client;
     LinkConfig config;
@@ -51,14 +51,15 @@ struct SessionSetup
     std::shared_ptr<asio::ssl::context> tls;
 };
 
-template <class NextLayer> class Session final : public Link, public std::enable_shared_from_this<Session<NextLayer>>
+template <class NextLayer>
+class LinkSession final : public Link, public std::enable_shared_from_this<LinkSession<NextLayer>>
 {
 public:
     static constexpr bool kTls = std::is_same_v<NextLayer, TlsStream>;
 
     /// `streamArgs` construct the NextLayer (TLS: a socket or executor, then the context).
-    template <class... Args> explicit Session(SessionSetup setup, Args &&...streamArgs);
-    ~Session() override;
+    template <class... Args> explicit LinkSession(LinkSessionSetup setup, Args &&...streamArgs);
+    ~LinkSession() override;
 
     /// Starts connecting (client) or the handshakes (server). Call once.
     void start();
@@ -75,7 +76,7 @@ public:
 
 private:
     enum class State { Connecting, Handshaking, Open, Closing, Closed };
-    using Self = Session<NextLayer>;
+    using Self = LinkSession<NextLayer>;
     using Frame = std::shared_ptr<EncodedFrame>;
 
     std::shared_ptr<Self> self() { return this->shared_from_this(); }
@@ -124,7 +125,7 @@ private:
 
     template <class Fn, class... Args> void notify(const Fn &fn, Args &&...args);
 
-    SessionSetup m_setup;
+    LinkSessionSetup m_setup;
     websocket::stream<NextLayer> m_ws;
     asio::steady_timer m_deadline, m_writeWait, m_readWait, m_keepalive;
     std::optional<asio::ip::tcp::resolver> m_resolver;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Internal to engine/net: includes Boost.Beast. Member definitions of Session<>;
+// Internal to engine/net: includes Boost.Beast. Member definitions of LinkSession<>;
 // included by the one file that instantiates each stream type (tls_transport.cpp, and
 // the tests for beast::test::stream).
 #pragma once
@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include <boost/asio/ip/address.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 
 #include "engine/common/error.h"
@@ -52,7 +52,7 @@ inline std::string software() { return "rookery " + std::string(rookery::kVersio
 
 template <class NextLayer>
 template <class... Args>
-Session<NextLayer>::Session(SessionSetup setup, Args &&...streamArgs)
+LinkSession<NextLayer>::LinkSession(LinkSessionSetup setup, Args &&...streamArgs)
     : m_setup(std::move(setup))
     , m_ws(std::forward<Args>(streamArgs)...)
     , m_deadline(m_ws.get_executor())
@@ -64,9 +64,9 @@ Session<NextLayer>::Session(SessionSetup setup, Args &&...streamArgs)
     m_peer.address = m_setup.remote;
 }
 
-template <class NextLayer> Session<NextLayer>::~Session() = default;
+template <class NextLayer> LinkSession<NextLayer>::~LinkSession() = default;
 
-template <class NextLayer> void Session<NextLayer>::start()
+template <class NextLayer> void LinkSession<NextLayer>::start()
 {
     asio::post(m_ws.get_executor(), [self = self()] {
         self->m_deadline.expires_after(self->m_setup.config.handshakeTimeout);
@@ -85,7 +85,7 @@ template <class NextLayer> void Session<NextLayer>::start()
     });
 }
 
-template <class NextLayer> void Session<NextLayer>::onDeadline(beast::error_code ec)
+template <class NextLayer> void LinkSession<NextLayer>::onDeadline(beast::error_code ec)
 {
     if (ec || m_finished || m_state.load() == State::Open)
         return;
@@ -95,7 +95,7 @@ template <class NextLayer> void Session<NextLayer>::onDeadline(beast::error_code
 }
 
 template <class NextLayer>
-void Session<NextLayer>::onResolve(beast::error_code ec, asio::ip::tcp::resolver::results_type results)
+void LinkSession<NextLayer>::onResolve(beast::error_code ec, asio::ip::tcp::resolver::results_type results)
 {
     if (ec)
         return onError(ec, "resolving the address");
@@ -104,14 +104,14 @@ void Session<NextLayer>::onResolve(beast::error_code ec, asio::ip::tcp::resolver
                             beast::bind_front_handler(&Self::onConnect, self()));
 }
 
-template <class NextLayer> void Session<NextLayer>::onConnect(beast::error_code ec, asio::ip::tcp::endpoint)
+template <class NextLayer> void LinkSession<NextLayer>::onConnect(beast::error_code ec, asio::ip::tcp::endpoint)
 {
     if (ec)
         return onError(ec, "connecting");
     startTls();
 }
 
-template <class NextLayer> void Session<NextLayer>::startTls()
+template <class NextLayer> void LinkSession<NextLayer>::startTls()
 {
     if constexpr (kTls) {
         auto &tls = m_ws.next_layer();
@@ -132,7 +132,7 @@ template <class NextLayer> void Session<NextLayer>::startTls()
     }
 }
 
-template <class NextLayer> void Session<NextLayer>::onTlsHandshake(beast::error_code ec)
+template <class NextLayer> void LinkSession<NextLayer>::onTlsHandshake(beast::error_code ec)
 {
     if (ec)
         return onError(ec, "TLS handshake");
@@ -143,7 +143,7 @@ template <class NextLayer> void Session<NextLayer>::onTlsHandshake(beast::error_
     startWebSocket();
 }
 
-template <class NextLayer> void Session<NextLayer>::startWebSocket()
+template <class NextLayer> void LinkSession<NextLayer>::startWebSocket()
 {
     m_state = State::Handshaking;
     // Beast's idle timeout re-arms a timer on every read (one per TLS record: a system
@@ -173,7 +173,7 @@ template <class NextLayer> void Session<NextLayer>::startWebSocket()
     }
 }
 
-template <class NextLayer> void Session<NextLayer>::onWebSocketHandshake(beast::error_code ec)
+template <class NextLayer> void LinkSession<NextLayer>::onWebSocketHandshake(beast::error_code ec)
 {
     if (ec)
         return onError(ec, "WebSocket handshake");
@@ -188,13 +188,13 @@ template <class NextLayer> void Session<NextLayer>::onWebSocketHandshake(beast::
     readHead();
 }
 
-template <class NextLayer> void Session<NextLayer>::armKeepalive()
+template <class NextLayer> void LinkSession<NextLayer>::armKeepalive()
 {
     m_keepalive.expires_after(m_setup.config.idleTimeout / 2);
     m_keepalive.async_wait(beast::bind_front_handler(&Self::onKeepalive, self()));
 }
 
-template <class NextLayer> void Session<NextLayer>::onKeepalive(beast::error_code ec)
+template <class NextLayer> void LinkSession<NextLayer>::onKeepalive(beast::error_code ec)
 {
     if (ec || m_finished || m_closeStarted)
         return;
@@ -212,7 +212,7 @@ template <class NextLayer> void Session<NextLayer>::onKeepalive(beast::error_cod
     armKeepalive();
 }
 
-template <class NextLayer> void Session<NextLayer>::onHello(const Hello &h)
+template <class NextLayer> void LinkSession<NextLayer>::onHello(const Hello &h)
 {
     const auto &c = m_setup.config;
     const uint32_t lo = std::max(c.minVersion, h.minVersion), hi = std::min(c.maxVersion, h.maxVersion);
@@ -234,7 +234,7 @@ template <class NextLayer> void Session<NextLayer>::onHello(const Hello &h)
     open(PeerInfo{h.nodeId, m_setup.remote, h.role, hi, agreed, h.features, h.software, m_cipher});
 }
 
-template <class NextLayer> void Session<NextLayer>::onHelloAck(const HelloAck &a)
+template <class NextLayer> void LinkSession<NextLayer>::onHelloAck(const HelloAck &a)
 {
     const auto &c = m_setup.config;
     if (a.version < c.minVersion || a.version > c.maxVersion)
@@ -249,7 +249,7 @@ template <class NextLayer> void Session<NextLayer>::onHelloAck(const HelloAck &a
     open(PeerInfo{a.nodeId, m_setup.remote, a.role, a.version, a.compression, a.features, a.software, m_cipher});
 }
 
-template <class NextLayer> void Session<NextLayer>::open(PeerInfo peer)
+template <class NextLayer> void LinkSession<NextLayer>::open(PeerInfo peer)
 {
     m_deadline.cancel();
     m_compression = peer.compression;
@@ -264,7 +264,7 @@ template <class NextLayer> void Session<NextLayer>::open(PeerInfo peer)
     notify(m_setup.events.opened, self());
 }
 
-template <class NextLayer> void Session<NextLayer>::refuse(GoodbyeCode code, const std::string &reason)
+template <class NextLayer> void LinkSession<NextLayer>::refuse(GoodbyeCode code, const std::string &reason)
 {
     log::warning("net", "link " + describe() + " refused: " + reason);
     m_closeInfo = {reason, false, false, true, false};
@@ -274,29 +274,29 @@ template <class NextLayer> void Session<NextLayer>::refuse(GoodbyeCode code, con
     m_state = State::Closing;
 }
 
-template <class NextLayer> PeerInfo Session<NextLayer>::peer() const
+template <class NextLayer> PeerInfo LinkSession<NextLayer>::peer() const
 {
     std::lock_guard lock(m_peerMutex);
     return m_peer;
 }
 
-template <class NextLayer> LinkStats Session<NextLayer>::stats() const
+template <class NextLayer> LinkStats LinkSession<NextLayer>::stats() const
 {
     return {m_bytesSent.load(),        m_bytesReceived.load(), m_messagesSent.load(),
             m_messagesReceived.load(), m_queuedBytes.load(),   m_queuedMessages.load()};
 }
 
-template <class NextLayer> std::string Session<NextLayer>::describe() const
+template <class NextLayer> std::string LinkSession<NextLayer>::describe() const
 {
     std::lock_guard lock(m_peerMutex);
     return m_peer.address + (m_peer.nodeId.empty() ? "" : " (node " + detail::shortNodeId(m_peer.nodeId) + ")");
 }
 
-template <class NextLayer> std::string Session<NextLayer>::cipher() const { return m_cipher; }
+template <class NextLayer> std::string LinkSession<NextLayer>::cipher() const { return m_cipher; }
 
 template <class NextLayer>
 template <class Fn, class... Args>
-void Session<NextLayer>::notify(const Fn &fn, Args &&...args)
+void LinkSession<NextLayer>::notify(const Fn &fn, Args &&...args)
 {
     if (!fn)
         return;

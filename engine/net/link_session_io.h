@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Internal to engine/net: includes Boost.Beast. Session<>'s read, write and close
+// Internal to engine/net: includes Boost.Beast. LinkSession<>'s read, write and close
 // paths; included at the end of link_session_impl.h.
 #pragma once
 
@@ -9,7 +9,7 @@ namespace rookery::net {
 
 // ---- Reading ---------------------------------------------------------------------
 
-template <class NextLayer> void Session<NextLayer>::readHead()
+template <class NextLayer> void LinkSession<NextLayer>::readHead()
 {
     if (m_staging.size() < detail::kStagingBytes)
         m_staging.resize(detail::kStagingBytes);
@@ -17,7 +17,7 @@ template <class NextLayer> void Session<NextLayer>::readHead()
                          beast::bind_front_handler(&Self::onReadHead, self()));
 }
 
-template <class NextLayer> void Session<NextLayer>::onReadHead(beast::error_code ec, size_t bytes)
+template <class NextLayer> void LinkSession<NextLayer>::onReadHead(beast::error_code ec, size_t bytes)
 {
     if (ec)
         return onError(ec, "reading");
@@ -58,7 +58,7 @@ template <class NextLayer> void Session<NextLayer>::onReadHead(beast::error_code
     checkMessageEnd();
 }
 
-template <class NextLayer> void Session<NextLayer>::checksumArrived()
+template <class NextLayer> void LinkSession<NextLayer>::checksumArrived()
 {
     for (; m_nextSpan < m_spans.size(); ++m_nextSpan) {
         const auto &s = m_spans[m_nextSpan];
@@ -71,13 +71,13 @@ template <class NextLayer> void Session<NextLayer>::checksumArrived()
     m_checked = m_have;
 }
 
-template <class NextLayer> void Session<NextLayer>::readBody()
+template <class NextLayer> void LinkSession<NextLayer>::readBody()
 {
     m_ws.async_read_some(asio::buffer(m_frame.get() + m_have, m_frameBytes - m_have),
                          beast::bind_front_handler(&Self::onReadBody, self()));
 }
 
-template <class NextLayer> void Session<NextLayer>::onReadBody(beast::error_code ec, size_t bytes)
+template <class NextLayer> void LinkSession<NextLayer>::onReadBody(beast::error_code ec, size_t bytes)
 {
     if (ec)
         return onError(ec, "reading");
@@ -89,7 +89,7 @@ template <class NextLayer> void Session<NextLayer>::onReadBody(beast::error_code
     checkMessageEnd();
 }
 
-template <class NextLayer> void Session<NextLayer>::checkMessageEnd()
+template <class NextLayer> void LinkSession<NextLayer>::checkMessageEnd()
 {
     const bool done = m_ws.is_message_done();
     if (m_have < m_frameBytes) {
@@ -105,7 +105,7 @@ template <class NextLayer> void Session<NextLayer>::checkMessageEnd()
     m_ws.async_read_some(asio::buffer(&m_trailer, 1), beast::bind_front_handler(&Self::onReadTrailer, self()));
 }
 
-template <class NextLayer> void Session<NextLayer>::onReadTrailer(beast::error_code ec, size_t bytes)
+template <class NextLayer> void LinkSession<NextLayer>::onReadTrailer(beast::error_code ec, size_t bytes)
 {
     if (ec)
         return onError(ec, "reading");
@@ -117,7 +117,7 @@ template <class NextLayer> void Session<NextLayer>::onReadTrailer(beast::error_c
     checkMessageEnd();
 }
 
-template <class NextLayer> void Session<NextLayer>::deliverFrame()
+template <class NextLayer> void LinkSession<NextLayer>::deliverFrame()
 {
     const uint64_t frameBytes = m_frameBytes;
     auto frame = std::move(m_frame);
@@ -136,7 +136,7 @@ template <class NextLayer> void Session<NextLayer>::deliverFrame()
     afterFrame(frameBytes);
 }
 
-template <class NextLayer> void Session<NextLayer>::dispatch(Message &&message)
+template <class NextLayer> void LinkSession<NextLayer>::dispatch(Message &&message)
 {
     const State state = m_state.load();
     if (auto *bye = std::get_if<Goodbye>(&message)) {
@@ -168,7 +168,7 @@ template <class NextLayer> void Session<NextLayer>::dispatch(Message &&message)
     notify(m_setup.events.message, self(), std::move(message));
 }
 
-template <class NextLayer> void Session<NextLayer>::afterFrame(uint64_t frameBytes)
+template <class NextLayer> void LinkSession<NextLayer>::afterFrame(uint64_t frameBytes)
 {
     if (m_finished || m_state.load() >= State::Closing)
         return;
@@ -185,7 +185,7 @@ template <class NextLayer> void Session<NextLayer>::afterFrame(uint64_t frameByt
 
 // ---- Writing ---------------------------------------------------------------------
 
-template <class NextLayer> SendResult Session<NextLayer>::send(const Message &message)
+template <class NextLayer> SendResult LinkSession<NextLayer>::send(const Message &message)
 {
     if (m_state.load() != State::Open || m_closeRequested.load())
         return SendResult::NotOpen;
@@ -207,7 +207,7 @@ template <class NextLayer> SendResult Session<NextLayer>::send(const Message &me
     return SendResult::Queued;
 }
 
-template <class NextLayer> bool Session<NextLayer>::reserveQueue(size_t bytes)
+template <class NextLayer> bool LinkSession<NextLayer>::reserveQueue(size_t bytes)
 {
     // Compare-and-swap loops: senders on several threads never overshoot the limits,
     // not even for a moment.
@@ -227,7 +227,7 @@ template <class NextLayer> bool Session<NextLayer>::reserveQueue(size_t bytes)
     return true;
 }
 
-template <class NextLayer> void Session<NextLayer>::enqueue(Frame frame, size_t reserved)
+template <class NextLayer> void LinkSession<NextLayer>::enqueue(Frame frame, size_t reserved)
 {
     if (m_finished || m_closeStarted) {
         if (reserved) {
@@ -241,7 +241,7 @@ template <class NextLayer> void Session<NextLayer>::enqueue(Frame frame, size_t 
         writeNext();
 }
 
-template <class NextLayer> void Session<NextLayer>::writeNext()
+template <class NextLayer> void LinkSession<NextLayer>::writeNext()
 {
     m_writing = true;
     const auto &bucket = m_setup.config.upload;
@@ -255,7 +255,7 @@ template <class NextLayer> void Session<NextLayer>::writeNext()
     });
 }
 
-template <class NextLayer> void Session<NextLayer>::startWrite()
+template <class NextLayer> void LinkSession<NextLayer>::startWrite()
 {
     // One WebSocket frame per chunk: each chunk is checksummed just before it goes, so
     // the encryption (and, from a client, the masking) finds it in cache.
@@ -266,7 +266,7 @@ template <class NextLayer> void Session<NextLayer>::startWrite()
     m_ws.async_write_some(frame.allHandedOut(), m_writeBuffers, beast::bind_front_handler(&Self::onWrite, self()));
 }
 
-template <class NextLayer> void Session<NextLayer>::onWrite(beast::error_code ec, size_t bytes)
+template <class NextLayer> void LinkSession<NextLayer>::onWrite(beast::error_code ec, size_t bytes)
 {
     if (ec)
         return onError(ec, "writing");
@@ -289,7 +289,7 @@ template <class NextLayer> void Session<NextLayer>::onWrite(beast::error_code ec
                    m_closeReason);
 }
 
-template <class NextLayer> void Session<NextLayer>::checkWritable()
+template <class NextLayer> void LinkSession<NextLayer>::checkWritable()
 {
     const auto &c = m_setup.config;
     if (m_wantWritable.load() && m_state.load() == State::Open && !m_closeRequested.load() &&
@@ -301,14 +301,14 @@ template <class NextLayer> void Session<NextLayer>::checkWritable()
 
 // ---- Closing ---------------------------------------------------------------------
 
-template <class NextLayer> void Session<NextLayer>::close(const std::string &reason)
+template <class NextLayer> void LinkSession<NextLayer>::close(const std::string &reason)
 {
     if (m_closeRequested.exchange(true))
         return;
     asio::post(m_ws.get_executor(), [self = self(), reason] { self->closeOnStrand(reason); });
 }
 
-template <class NextLayer> void Session<NextLayer>::closeOnStrand(const std::string &reason)
+template <class NextLayer> void LinkSession<NextLayer>::closeOnStrand(const std::string &reason)
 {
     if (m_finished || m_state.load() == State::Closing)
         return;
@@ -324,7 +324,8 @@ template <class NextLayer> void Session<NextLayer>::closeOnStrand(const std::str
     m_closeReason = reason;
 }
 
-template <class NextLayer> void Session<NextLayer>::startClose(websocket::close_code code, const std::string &reason)
+template <class NextLayer>
+void LinkSession<NextLayer>::startClose(websocket::close_code code, const std::string &reason)
 {
     if (m_finished || m_closeStarted)
         return;
@@ -336,7 +337,7 @@ template <class NextLayer> void Session<NextLayer>::startClose(websocket::close_
     m_ws.async_close(cr, [self = self()](beast::error_code) { self->finish(self->m_closeInfo); });
 }
 
-template <class NextLayer> void Session<NextLayer>::protocolError(WireError error, const std::string &reason)
+template <class NextLayer> void LinkSession<NextLayer>::protocolError(WireError error, const std::string &reason)
 {
     if (m_finished || m_closeStarted)
         return;
@@ -347,7 +348,7 @@ template <class NextLayer> void Session<NextLayer>::protocolError(WireError erro
     startClose(detail::closeCodeFor(error), text);
 }
 
-template <class NextLayer> void Session<NextLayer>::onError(beast::error_code ec, const char *stage)
+template <class NextLayer> void LinkSession<NextLayer>::onError(beast::error_code ec, const char *stage)
 {
     if (m_finished)
         return;
@@ -381,7 +382,7 @@ template <class NextLayer> void Session<NextLayer>::onError(beast::error_code ec
     finish(std::move(info));
 }
 
-template <class NextLayer> size_t Session<NextLayer>::dropQueued()
+template <class NextLayer> size_t LinkSession<NextLayer>::dropQueued()
 {
     size_t dropped = 0;
     const auto first = m_queue.begin() + (m_writing ? 1 : 0); // a write in flight holds its frame
@@ -395,7 +396,7 @@ template <class NextLayer> size_t Session<NextLayer>::dropQueued()
     return dropped;
 }
 
-template <class NextLayer> void Session<NextLayer>::finish(CloseInfo info)
+template <class NextLayer> void LinkSession<NextLayer>::finish(CloseInfo info)
 {
     if (m_finished)
         return;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The production transport: Session<> over TLS over TCP, the listener that accepts
+// The production transport: LinkSession<> over TLS over TCP, the listener that accepts
 // such links and the dialled link that keeps reconnecting.
 #include "engine/net/dialer.h"
 #include "engine/net/listener.h"
@@ -18,8 +18,8 @@
 
 namespace rookery::net {
 
-template class Session<TlsStream>;
-using TlsSession = Session<TlsStream>;
+template class LinkSession<TlsStream>;
+using TlsLinkSession = LinkSession<TlsStream>;
 
 // ---- Listener --------------------------------------------------------------------
 
@@ -60,14 +60,14 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
             socket.close(ignored);
             return accept();
         }
-        SessionSetup s;
+        LinkSessionSetup s;
         s.side = Side::Server;
         s.config = config.link;
         s.events = linkEvents();
         s.remote = endpointText(remote);
         s.check = config.clients;
         s.tls = tls;
-        auto session = std::make_shared<TlsSession>(std::move(s), std::move(socket), *tls);
+        auto session = std::make_shared<TlsLinkSession>(std::move(s), std::move(socket), *tls);
         {
             std::lock_guard lock(mutex);
             links.push_back(session);
@@ -159,7 +159,7 @@ public:
 
     void connect()
     {
-        SessionSetup s;
+        LinkSessionSetup s;
         s.side = Side::Client;
         s.config = m_config.link;
         s.remote = m_config.host + ":" + std::to_string(m_config.port);
@@ -188,7 +188,7 @@ public:
             if (auto self = weak.lock())
                 self->onClosed(info);
         };
-        auto session = std::make_shared<TlsSession>(std::move(s), m_net.connectionExecutor(), *m_tls);
+        auto session = std::make_shared<TlsLinkSession>(std::move(s), m_net.connectionExecutor(), *m_tls);
         {
             std::lock_guard lock(m_mutex);
             if (m_closed)
@@ -206,7 +206,7 @@ public:
 
     void close(const std::string &reason) override
     {
-        std::shared_ptr<TlsSession> s;
+        std::shared_ptr<TlsLinkSession> s;
         {
             std::lock_guard lock(m_mutex);
             if (m_closed)
@@ -241,7 +241,7 @@ public:
     }
 
 private:
-    std::shared_ptr<TlsSession> current() const
+    std::shared_ptr<TlsLinkSession> current() const
     {
         std::lock_guard lock(m_mutex);
         return m_session;
@@ -285,7 +285,7 @@ private:
     int m_attempt = 0;
     mutable std::mutex m_mutex;
     bool m_closed = false;
-    std::shared_ptr<TlsSession> m_session;
+    std::shared_ptr<TlsLinkSession> m_session;
 };
 
 } // namespace

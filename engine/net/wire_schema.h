@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Internal to engine/net: includes the generated protobuf header (wire.proto). Maps
-// our message structs to Envelopes and back; the codec (wire_codec.cpp) does framing,
-// limits and tensors.
+// our message structs to Envelopes (wire_schema_encode.cpp) and back
+// (wire_schema_decode.cpp), after checking an Envelope's strings and lists against the
+// limits (wire_schema_limits.cpp); the codec (wire_codec.cpp) does framing, limits and
+// tensors.
 #pragma once
 
 #include <optional>

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "engine/common/wall_clock.h"
 #include "engine/net/dialer.h"
 #include "tests/engine/coord/coord_test_support.h"
 #include "tests/engine/net/link_test_support.h"
@@ -172,9 +173,7 @@ private Q_SLOTS:
         r.listenAddress = "127.0.0.1:7999";
         r.profileJson = test::profileJson(50, uint64_t(test::mlpDemandBytes()) * 2);
         r.nonce = std::string(16, 'q');
-        r.timestampMs =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                .count();
+        r.timestampMs = nowMs();
         r.publicKeyPem = id.publicKeyPem();
         QCOMPARE(link->send(r), net::SendResult::Queued);
         QVERIFY(test::eventually([&] { return log->closedCount() == 1; }, 10s));

@@ -11,6 +11,7 @@
 #include <openssl/x509.h>
 
 #include "engine/common/error.h"
+#include "engine/common/wall_clock.h"
 #include "engine/net/certificate_authority.h"
 #include "engine/net/dialer.h"
 #include "engine/net/listener.h"
@@ -22,12 +23,6 @@ using namespace rookery;
 using namespace std::chrono_literals;
 
 namespace {
-
-int64_t unixMillis()
-{
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 std::string randomNonce()
 {
@@ -67,7 +62,7 @@ struct RawNode
         r.listenAddress = "127.0.0.1:7999";
         r.profileJson = test::profileJson(50, uint64_t(test::mlpDemandBytes()) * 2);
         r.nonce = nonce.empty() ? randomNonce() : nonce;
-        r.timestampMs = timestampMs ? timestampMs : unixMillis();
+        r.timestampMs = timestampMs ? timestampMs : nowMs();
         r.publicKeyPem = id.publicKeyPem();
         return r;
     }
@@ -357,7 +352,7 @@ private Q_SLOTS:
         stale.id = first.id;
         stale.dial(*m_net, address());
         QVERIFY(stale.open());
-        QCOMPARE(stale.link->send(stale.registration({}, unixMillis() - 10 * 60 * 1000)), net::SendResult::Queued);
+        QCOMPARE(stale.link->send(stale.registration({}, nowMs() - 10 * 60 * 1000)), net::SendResult::Queued);
         err = stale.await<net::CoordinatorError>();
         QVERIFY(err.has_value());
         QCOMPARE(err->code, net::CoordinatorErrorCode::Replay);

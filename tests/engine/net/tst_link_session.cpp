@@ -18,12 +18,12 @@ using namespace rookery;
 using namespace rookery::net;
 using namespace std::chrono_literals;
 namespace btest = boost::beast::test;
-using TestSession = Session<btest::stream>;
+using StreamLinkSession = LinkSession<btest::stream>;
 using RawStream = websocket::stream<btest::stream>;
 using Bytes = std::vector<uint8_t>;
 
 // The test::stream instantiation of the session lives here, not in the library.
-template class rookery::net::Session<btest::stream>;
+template class rookery::net::LinkSession<btest::stream>;
 
 namespace {
 
@@ -35,14 +35,14 @@ LinkConfig config(const std::string &id)
     return c;
 }
 
-std::shared_ptr<TestSession> makeSession(Side side, LinkConfig c, test::EventLog &log, btest::stream stream)
+std::shared_ptr<StreamLinkSession> makeLinkSession(Side side, LinkConfig c, test::EventLog &log, btest::stream stream)
 {
-    SessionSetup s;
+    LinkSessionSetup s;
     s.side = side;
     s.config = std::move(c);
     s.events = log.events();
     s.remote = side == Side::Client ? "server" : "client";
-    auto session = std::make_shared<TestSession>(std::move(s), std::move(stream));
+    auto session = std::make_shared<StreamLinkSession>(std::move(s), std::move(stream));
     session->start();
     return session;
 }
@@ -63,7 +63,7 @@ class TestLinkSession : public QObject
         std::shared_ptr<test::EventLog> clientLogPtr = std::make_shared<test::EventLog>();
         std::shared_ptr<test::EventLog> serverLogPtr = std::make_shared<test::EventLog>();
         test::EventLog &clientLog = *clientLogPtr, &serverLog = *serverLogPtr;
-        std::shared_ptr<TestSession> client, server;
+        std::shared_ptr<StreamLinkSession> client, server;
     };
 
     std::unique_ptr<Pair> openPair(LinkConfig clientConfig = config("client"),
@@ -72,8 +72,8 @@ class TestLinkSession : public QObject
         auto p = std::make_unique<Pair>();
         btest::stream a(ioc()), b(ioc());
         a.connect(b);
-        p->server = makeSession(Side::Server, std::move(serverConfig), p->serverLog, std::move(b));
-        p->client = makeSession(Side::Client, std::move(clientConfig), p->clientLog, std::move(a));
+        p->server = makeLinkSession(Side::Server, std::move(serverConfig), p->serverLog, std::move(b));
+        p->client = makeLinkSession(Side::Client, std::move(clientConfig), p->clientLog, std::move(a));
         return p;
     }
 
@@ -83,7 +83,7 @@ class TestLinkSession : public QObject
     {
         std::shared_ptr<test::EventLog> logPtr = std::make_shared<test::EventLog>();
         test::EventLog &log = *logPtr;
-        std::shared_ptr<TestSession> server;
+        std::shared_ptr<StreamLinkSession> server;
         std::unique_ptr<RawStream> ws;
     };
 
@@ -92,7 +92,7 @@ class TestLinkSession : public QObject
         auto r = std::make_unique<RawPeer>();
         btest::stream a(ioc()), b(ioc());
         a.connect(b);
-        r->server = makeSession(Side::Server, std::move(serverConfig), r->log, std::move(b));
+        r->server = makeLinkSession(Side::Server, std::move(serverConfig), r->log, std::move(b));
         r->ws = std::make_unique<RawStream>(std::move(a));
         r->ws->handshake("peer", "/rookery");
         r->ws->binary(true);
@@ -299,7 +299,7 @@ private Q_SLOTS:
         auto &log = *logPtr;
         btest::stream a(ioc()), b(ioc());
         a.connect(b);
-        auto client = makeSession(Side::Client, c, log, std::move(a));
+        auto client = makeLinkSession(Side::Client, c, log, std::move(a));
         QVERIFY(test::waitUntil([&] { return log.closedCount() == 1; }, 5s));
         QVERIFY2(log.lastClose().reason.find("did not finish within 300 ms") != std::string::npos,
                  log.lastClose().reason.c_str());
@@ -376,8 +376,8 @@ private Q_SLOTS:
             a.connect(b);
             auto clientLogPtr = std::make_shared<test::EventLog>(), serverLogPtr = std::make_shared<test::EventLog>();
             auto &clientLog = *clientLogPtr, &serverLog = *serverLogPtr;
-            auto server = makeSession(Side::Server, config("server"), serverLog, std::move(b));
-            auto client = makeSession(Side::Client, config("client"), clientLog, std::move(a));
+            auto server = makeLinkSession(Side::Server, config("server"), serverLog, std::move(b));
+            auto client = makeLinkSession(Side::Client, config("client"), clientLog, std::move(a));
             QVERIFY(test::waitUntil([&] { return clientLog.openedCount() == 1 || clientLog.closedCount() == 1; }));
             if (clientLog.openedCount() == 1) // still alive: a send makes the Nth operation fail
                 for (int i = 0; i < 5 && clientLog.closedCount() == 0; ++i)

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Internal to engine/coord: the Coordinator's state, shared by coordinator.cpp (life
+// cycle, worker, status), coordinator_resume.cpp (the stored run) and
+// coordinator_planning.cpp (planning rounds).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "engine/coord/coordinator.h"
+#include "engine/coord/coordinator_identity.h"
+#include "engine/coord/coordinator_store.h"
+#include "engine/coord/node_registry.h"
+#include "engine/coord/plan_state.h"
+#include "engine/coord/status_json.h"
+#include "engine/coord/status_server.h"
+#include "engine/net/listener.h"
+
+namespace rookery::coord {
+namespace coordinator_detail {
+
+using Clock = std::chrono::steady_clock;
+inline constexpr const char *kArea = "coord";
+
+inline swarm::PlanModel planModelOf(const RunConfig &run)
+{
+    double copies = 0;
+    if (run.optimizer.kind == train::OptimizerKind::AdamW)
+        copies = 2;
+    else if (run.optimizer.momentum != 0)
+        copies = 1;
+    return {run.model, run.microbatch, copies};
+}
+
+} // namespace coordinator_detail
+
+struct Coordinator::Impl
+{
+    using Clock = coordinator_detail::Clock;
+
+    struct Pending
+    {
+        bool leave = false;
+        bool join = false;
+        swarm::Capacity capacity;
+    };
+
+    explicit Impl(CoordinatorSettings s);
+    void start();
+    void stop();
+    void restore(const StoredState &stored);
+    void work();
+    void maybePlan(Clock::time_point now);
+    void round(Clock::time_point now, std::map<std::string, Pending> events, bool republish, bool full);
+    void publishPlacements();
+    StatusDocument statusDocument();
+    StatusInputs statusInputs();
+
+    void enqueueJoin(const std::string &id, const swarm::Capacity &c)
+    {
+        std::lock_guard lock(inboxMutex);
+        auto &p = pending[id];
+        p.join = true;
+        p.capacity = c;
+    }
+    void enqueueLeave(const std::string &id)
+    {
+        std::lock_guard lock(inboxMutex);
+        auto &p = pending[id];
+        p.join = false; // joined and left before the planner saw it: nothing to place
+        p.leave = true;
+    }
+
+    CoordinatorSettings settings;
+    const Clock::time_point startedAt = Clock::now();
+    CoordinatorIdentity identity;
+    CoordinatorStore store;
+    RunConfig run;
+    ReplayGuard replay;
+
+    // The planner's own state: touched by the worker thread only (and the constructor).
+    PlanState plan;
+    std::map<std::string, Assignment> published; ///< what the planner last handed out, by node
+    std::optional<Clock::time_point> holdSince;  ///< since when the volunteers could hold the model
+    Clock::time_point lastRound;
+
+    std::mutex inboxMutex;
+    std::condition_variable inboxWake;
+    std::map<std::string, Pending> pending;
+    bool republish = false, fullReplan = false, stopping = false;
+
+    std::unique_ptr<NodeRegistry> registry;
+    std::atomic<uint64_t> statusVersion{1};
+    std::atomic<uint64_t> planRounds{0};
+    std::mutex summaryMutex;
+    PlanSummary summary;
+    std::mutex statusMutex;
+    std::shared_ptr<const std::string> statusCache;
+    uint64_t cacheVersion = 0;
+    Clock::time_point cacheAt;
+
+    // Declared after everything their threads call into, so destroyed before it.
+    std::unique_ptr<net::NetContext> net;
+    std::unique_ptr<net::Listener> listener;
+    std::unique_ptr<StatusServer> status;
+    std::thread worker;
+    std::string host;
+    bool stopped = false;
+};
+
+} // namespace rookery::coord

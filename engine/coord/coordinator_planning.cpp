@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The coordinator's planning rounds: membership changes batched into one re-plan, a
+// first plan once the volunteers can hold the model, and the assignments that follow.
+#include "engine/coord/coordinator_impl.h"
+
+#include <utility>
+
+#include "engine/common/error.h"
+#include "engine/common/format.h"
+#include "engine/common/log.h"
+#include "engine/coord/assignment_builder.h"
+
+namespace rookery::coord {
+
+using namespace coordinator_detail;
+
+void Coordinator::Impl::maybePlan(Clock::time_point now)
+{
+    std::map<std::string, Pending> events;
+    bool rep = false, full = false;
+    {
+        std::lock_guard lock(inboxMutex);
+        const bool due = (!pending.empty() || republish || fullReplan) && now - lastRound >= settings.planInterval;
+        const bool firstDue = !plan.isWorking() && holdSince && now - *holdSince >= settings.firstPlanDelay;
+        if (!due && !firstDue)
+            return;
+        events = std::exchange(pending, {});
+        rep = std::exchange(republish, false);
+        full = std::exchange(fullReplan, false);
+    }
+    lastRound = now;
+    round(now, std::move(events), rep, full);
+}
+
+void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pending> events, bool, bool full)
+{
+    const auto started = Clock::now();
+    std::vector<std::string> leaves;
+    std::vector<std::pair<std::string, swarm::Capacity>> joins;
+    for (const auto &[id, p] : events) {
+        if (p.leave)
+            leaves.push_back(id);
+        if (p.join)
+            joins.emplace_back(id, p.capacity);
+    }
+    PlanChange change = plan.apply(leaves, joins);
+    const bool hadPlan = plan.hasPlan();
+    // A first plan (or a fresh one when no cluster works any more) once the volunteers
+    // can hold the model and the crowd had time to arrive.
+    if (!plan.isWorking() && plan.size() > 0 && plan.canHoldModel()) {
+        if (!holdSince)
+            holdSince = now;
+        const bool everyoneHere = settings.expectNodes > 0 && plan.size() >= size_t(settings.expectNodes);
+        if (now - *holdSince >= settings.firstPlanDelay || everyoneHere)
+            full = true;
+    } else if (!plan.isWorking()) {
+        holdSince.reset();
+    }
+    if (full) {
+        try {
+            change = plan.planAll();
+        } catch (const Error &e) {
+            log::warning(kArea, std::string("cannot plan yet: ") + e.what());
+            holdSince = now; // try again after another delay
+        }
+    }
+    publishPlacements();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    {
+        std::lock_guard lock(summaryMutex);
+        summary = summarize(plan);
+        summary.rounds = ++planRounds;
+        summary.lastRoundMs = ms;
+    }
+    ++statusVersion;
+    store.savePlan(run.runId, plan.toJson());
+    if (plan.isWorking())
+        log::info(kArea, std::string(change.replanned ? (hadPlan ? "re-planned everyone" : "first plan") : "re-plan") +
+                             ": " + std::to_string(joins.size()) + " joined, " + std::to_string(leaves.size()) +
+                             " left, " + std::to_string(change.moved.size()) + " moved; " +
+                             std::to_string(summary.clusters.size()) + " clusters, predicted " +
+                             format::count(int64_t(plan.plan().predictedSamplesPerSecond)) + " samples/s (" +
+                             std::to_string(int64_t(ms)) + " ms)");
+}
+
+void Coordinator::Impl::publishPlacements()
+{
+    auto fresh = buildAssignments(plan.placements(), registry->addresses(), published);
+    std::map<std::string, Assignment> changed;
+    for (const auto &[id, a] : fresh)
+        if (const auto it = published.find(id); it == published.end() || !it->second.samePlacement(a))
+            changed.emplace(id, a);
+    published = std::move(fresh);
+    registry->publish(changed);
+}
+} // namespace rookery::coord

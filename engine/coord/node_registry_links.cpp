@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// NodeRegistry's link events: registration (checks, certificate), heartbeats, Leave and
+// closed links.
+#include "engine/coord/node_registry.h"
+
+#include <variant>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/common/wall_clock.h"
+#include "engine/coord/node_registry_record.h"
+#include "engine/coord/wire_convert.h"
+#include "engine/net/identity.h"
+
+namespace rookery::coord {
+
+using namespace registry_detail;
+
+void NodeRegistry::opened(const std::shared_ptr<net::Link> &link)
+{
+    log::debug(kArea, "link " + link->describe() + " open; waiting for its registration");
+}
+
+void NodeRegistry::message(const std::shared_ptr<net::Link> &link, net::Message &&message)
+{
+    Outbox out;
+    if (auto *r = std::get_if<net::Register>(&message)) {
+        onRegister(link, *r, out);
+    } else if (auto *h = std::get_if<net::Heartbeat>(&message)) {
+        onHeartbeat(link, *h, out);
+    } else if (auto *l = std::get_if<net::Leave>(&message)) {
+        onLeave(link, *l);
+    } else {
+        std::lock_guard lock(m_mutex);
+        refuse(link, net::CoordinatorErrorCode::BadRequest,
+               "a coordinator does not accept " + std::string(net::messageName(message)) + " messages", out);
+    }
+    out.flush();
+}
+
+void NodeRegistry::refuse(const std::shared_ptr<net::Link> &link, net::CoordinatorErrorCode code,
+                          const std::string &reason, Outbox &out)
+{
+    ++m_counters.refusals;
+    log::warning(kArea, "refused " + link->describe() + ": " + reason);
+    m_linkNode.erase(link.get());
+    out.send(link, net::Message(net::CoordinatorError{code, reason}));
+    out.close(link, reason);
+}
+
+void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net::Register &r, Outbox &out)
+{
+    const int64_t wallMs = nowMs();
+    const std::string nodeId = link->peer().nodeId;
+    CheckedRegistration c;
+    std::string certificate;
+    try {
+        c = checkRegistration(r, link->peer().address, wallMs);
+        if (nodeId.empty())
+            throw Refusal{net::CoordinatorErrorCode::BadRequest, "the link has no node id"};
+        std::string keyId;
+        try {
+            keyId = net::publicKeyFingerprint(r.publicKeyPem);
+        } catch (const Error &) {
+            throw Refusal{net::CoordinatorErrorCode::BadRequest, "the registration's public key is not a PEM key"};
+        }
+        if (keyId != nodeId)
+            throw Refusal{net::CoordinatorErrorCode::BadRequest,
+                          "the registration's public key (node " + shortId(keyId) +
+                              ") is not the key this link's certificate proved (node " + shortId(nodeId) + ")"};
+        if (!m_replay.admit(r.nonce, wallMs))
+            throw Refusal{net::CoordinatorErrorCode::Replay,
+                          "the registration nonce was seen before: a replayed registration"};
+        if (m_store)
+            m_store->saveNonce(r.nonce, nodeId, wallMs);
+        certificate = m_ca.issue(r.publicKeyPem, m_config.certificateValidity);
+    } catch (const Refusal &f) {
+        std::lock_guard lock(m_mutex);
+        return refuse(link, f.code, f.reason, out);
+    }
+    std::lock_guard lock(m_mutex);
+    auto &slot = m_nodes[nodeId];
+    const bool fresh = !slot;
+    if (fresh) {
+        slot = std::make_unique<Record>();
+        slot->nodeId = nodeId;
+        slot->firstSeenMs = wallMs;
+        slot->assignment.version = 1;
+        slot->assignment.reason = "waiting: registered; the planner has not placed this node yet";
+    }
+    Record &rec = *slot;
+    if (auto old = rec.link.lock(); old && old != link) {
+        m_linkNode.erase(old.get());
+        out.close(old, "replaced by a newer connection of the same node");
+    }
+    m_linkNode[link.get()] = nodeId;
+    const bool moved = !fresh && rec.listenAddress != c.listenAddress;
+    rec.name = c.name.empty() ? "node-" + shortId(nodeId) : c.name;
+    rec.listenAddress = c.listenAddress;
+    rec.profileJson = r.profileJson;
+    rec.software = r.software;
+    rec.certificatePem = certificate;
+    rec.uploadBytesPerSecond = r.uploadBytesPerSecond;
+    rec.assumedBandwidth = c.assumedBandwidth;
+    rec.link = link;
+    rec.lastSeen = Clock::now();
+    rec.lastSeenMs = wallMs;
+    const Presence was = rec.presence;
+    rec.presence = Presence::Online;
+    if (!rec.inPlanner) {
+        rec.capacity = c.capacity; // a node keeps the capacity it was placed with
+        rec.inPlanner = true;
+        m_hooks.join(nodeId, rec.capacity);
+    } else if (moved) {
+        m_hooks.addressesChanged();
+    }
+    m_hooks.changed();
+    ++m_counters.registrations;
+    log::info(kArea, std::string(fresh ? "registered" : "re-registered") + " node " + shortId(nodeId) + " '" +
+                         rec.name + "' at " + rec.listenAddress +
+                         (fresh ? "" : " (was " + std::string(presenceName(was)) + ")"));
+    out.send(link,
+             net::Message(net::RegisterReply{nodeId, certificate, m_ca.certificatePem(), m_config.run,
+                                             toWire(rec.assignment), uint32_t(m_config.heartbeatInterval.count())}));
+    persist(rec);
+}
+
+void NodeRegistry::onHeartbeat(const std::shared_ptr<net::Link> &link, const net::Heartbeat &h, Outbox &out)
+{
+    std::lock_guard lock(m_mutex);
+    const auto it = m_linkNode.find(link.get());
+    if (it == m_linkNode.end()) {
+        const std::string id = link->peer().nodeId;
+        if (m_nodes.count(id))
+            return refuse(link, net::CoordinatorErrorCode::NotRegistered,
+                          "node " + shortId(id) + " has not registered on this connection: send Register first", out);
+        return refuse(link, net::CoordinatorErrorCode::UnknownNode,
+                      "unknown node " + shortId(id) + ": it never registered with this coordinator", out);
+    }
+    Record &rec = *m_nodes.at(it->second);
+    const auto now = Clock::now();
+    rec.lastSeen = now;
+    rec.lastSeenMs = nowMs();
+    rec.report = fromWire(h.metrics);
+    rec.reportFresh = true;
+    ++rec.heartbeats;
+    ++m_counters.heartbeats;
+    out.send(link, net::Message(net::HeartbeatAck{h.seq, rec.assignment.version}));
+    // The node missed an update (or it crossed this heartbeat): send it again, at most
+    // once per interval.
+    if (h.assignmentVersion < rec.assignment.version && now - rec.lastPush > m_config.heartbeatInterval) {
+        rec.lastPush = now;
+        out.send(link, std::make_shared<const Assignment>(rec.assignment));
+    }
+}
+
+void NodeRegistry::onLeave(const std::shared_ptr<net::Link> &link, const net::Leave &l)
+{
+    std::lock_guard lock(m_mutex);
+    const auto it = m_linkNode.find(link.get());
+    if (it == m_linkNode.end())
+        return;
+    Record &rec = *m_nodes.at(it->second);
+    m_linkNode.erase(it);
+    log::info(kArea, "node " + shortId(rec.nodeId) + " '" + rec.name + "' leaves: " + l.reason);
+    rec.presence = Presence::Left;
+    if (rec.inPlanner)
+        m_hooks.leave(rec.nodeId);
+    rec.inPlanner = false;
+    rec.assignment = unplaced(rec.assignment.version + 1, AssignmentState::Stopped, "left: " + l.reason);
+    m_hooks.changed();
+    persist(rec);
+}
+
+void NodeRegistry::closed(const std::shared_ptr<net::Link> &link)
+{
+    std::lock_guard lock(m_mutex);
+    const auto it = m_linkNode.find(link.get());
+    if (it == m_linkNode.end())
+        return;
+    Record &rec = *m_nodes.at(it->second);
+    m_linkNode.erase(it);
+    if (rec.presence == Presence::Online)
+        lose(rec, Clock::now(), "its link closed");
+}
+} // namespace rookery::coord

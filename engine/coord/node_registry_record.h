@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Internal to engine/coord: what NodeRegistry keeps per node and what it sends once its
+// lock is released, shared by node_registry.cpp (state, publishing, views),
+// node_registry_links.cpp (link events) and node_registry_timeouts.cpp (failure
+// detection).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "engine/coord/node_registry.h"
+
+namespace rookery::coord::registry_detail {
+
+inline constexpr const char *kArea = "coord";
+
+inline std::string shortId(const std::string &id) { return id.substr(0, 12); }
+
+inline std::string millis(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+
+// An assignment that places the node nowhere.
+inline Assignment unplaced(uint64_t version, AssignmentState state, std::string reason)
+{
+    Assignment a;
+    a.version = version;
+    a.state = state;
+    a.reason = std::move(reason);
+    return a;
+}
+
+} // namespace rookery::coord::registry_detail
+
+namespace rookery::coord {
+
+struct NodeRegistry::Record
+{
+    std::string nodeId, name, listenAddress, profileJson, software, certificatePem;
+    double uploadBytesPerSecond = 0;
+    swarm::Capacity capacity;
+    bool assumedBandwidth = false;
+    Presence presence = Presence::Online;
+    std::weak_ptr<net::Link> link;
+    Clock::time_point lastSeen, graceUntil, lastPush;
+    int64_t firstSeenMs = 0, lastSeenMs = 0;
+    Assignment assignment;
+    bool inPlanner = false;
+    NodeReport report;
+    bool reportFresh = false;
+    uint64_t heartbeats = 0;
+};
+
+// Messages to send and links to close once the lock is released: encoding a whole
+// assignment takes long enough that heartbeats should not wait for it.
+struct NodeRegistry::Outbox
+{
+    using Item = std::variant<net::Message, std::shared_ptr<const Assignment>>;
+    std::vector<std::pair<std::shared_ptr<net::Link>, Item>> sends;
+    std::vector<std::pair<std::shared_ptr<net::Link>, std::string>> closes;
+
+    void send(std::shared_ptr<net::Link> link, Item item)
+    {
+        if (link)
+            sends.emplace_back(std::move(link), std::move(item));
+    }
+    void close(std::shared_ptr<net::Link> link, std::string reason)
+    {
+        if (link)
+            closes.emplace_back(std::move(link), std::move(reason));
+    }
+    void flush();
+};
+
+} // namespace rookery::coord

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// NodeRegistry's failure detection: heartbeat timeouts, and grace periods that expire.
+#include "engine/coord/node_registry.h"
+
+#include "engine/common/log.h"
+#include "engine/coord/node_registry_record.h"
+
+namespace rookery::coord {
+
+using namespace registry_detail;
+
+void NodeRegistry::lose(Record &rec, Clock::time_point now, const std::string &why)
+{
+    rec.presence = Presence::Lost;
+    rec.graceUntil = now + m_config.rejoinGrace;
+    rec.link.reset();
+    if (rec.inPlanner && !rec.assignment.isTraining()) { // it holds nothing: no reason to wait for it
+        m_hooks.leave(rec.nodeId);
+        rec.inPlanner = false;
+    }
+    log::info(kArea, "lost node " + shortId(rec.nodeId) + " '" + rec.name + "': " + why + "; it keeps its place for " +
+                         millis(m_config.rejoinGrace));
+    m_hooks.changed();
+    persist(rec);
+}
+
+void NodeRegistry::tick(Clock::time_point now)
+{
+    Outbox out;
+    {
+        std::lock_guard lock(m_mutex);
+        for (auto &[id, r] : m_nodes) {
+            Record &rec = *r;
+            if (rec.presence == Presence::Online && now - rec.lastSeen > m_config.heartbeatTimeout) {
+                auto link = rec.link.lock();
+                if (link)
+                    m_linkNode.erase(link.get());
+                const std::string why = "no heartbeat for " + millis(m_config.heartbeatTimeout);
+                out.close(link, why);
+                lose(rec, now, why);
+            } else if (rec.presence == Presence::Lost && now >= rec.graceUntil) {
+                rec.presence = Presence::Gone;
+                if (rec.inPlanner)
+                    m_hooks.leave(id);
+                rec.inPlanner = false;
+                rec.assignment = unplaced(rec.assignment.version + 1, AssignmentState::Waiting,
+                                          "gone: no contact for longer than the rejoin grace period");
+                log::info(kArea, "node " + shortId(id) + " '" + rec.name + "' is gone; re-planning without it");
+                m_hooks.changed();
+                persist(rec);
+            }
+        }
+    }
+    out.flush();
+}
+} // namespace rookery::coord

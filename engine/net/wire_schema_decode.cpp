@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Envelope -> Message: the tensors a message carries and the generated protobuf types
+// back into our structs, refusing values this version cannot interpret.
+#include "engine/net/wire_schema.h"
+
+#include <algorithm>
+
+namespace rookery::net::schema {
+namespace {
+
+using E = wire::Envelope;
+
+std::vector<std::string> listOf(const google::protobuf::RepeatedPtrField<std::string> &in)
+{
+    return {in.begin(), in.end()};
+}
+
+PeerAddress fromWire(const wire::PeerAddress &p) { return {p.node_id(), p.address()}; }
+
+AssignmentInfo fromWire(const wire::Assignment &w)
+{
+    AssignmentInfo a;
+    a.version = w.version();
+    a.state = AssignmentState(w.state());
+    a.reason = w.reason();
+    a.cluster = w.cluster();
+    a.clusterCount = w.cluster_count();
+    a.stage = w.stage();
+    a.stages = w.stages();
+    a.firstLayer = w.first_layer();
+    a.lastLayer = w.last_layer();
+    if (w.has_previous())
+        a.previous = fromWire(w.previous());
+    if (w.has_next())
+        a.next = fromWire(w.next());
+    for (const auto &r : w.rings()) {
+        RingMembership m{r.ring_id(), r.first_layer(), r.last_layer(), r.rank(), {}};
+        for (const auto &p : r.members())
+            m.members.push_back(fromWire(p));
+        a.rings.push_back(std::move(m));
+    }
+    a.shardIndex = w.shard_index();
+    a.shardCount = w.shard_count();
+    if (w.has_weights_from())
+        a.weightsFrom = fromWire(w.weights_from());
+    return a;
+}
+
+RunInfo fromWire(const wire::RunConfig &w)
+{
+    return {w.model_json(), w.optimizer_json(), w.microbatch(), w.accumulation(), w.averaging_interval(),
+            w.seed(),       w.total_steps(),    w.dataset(),    w.run_id()};
+}
+
+NodeMetrics fromWire(const wire::NodeMetrics &w)
+{
+    const int state = w.state() >= 0 && w.state() <= 5 ? int(w.state()) : 0; // a newer node's state: unknown
+    return {w.samples_per_second(), w.step(), w.loss(), NodeActivity(state), w.samples_total(), w.busy_fraction()};
+}
+
+bool validRole(int r) { return r == wire::ROLE_NODE || r == wire::ROLE_COORDINATOR; }
+bool validCompression(int c) { return c >= 0 && c <= 2; }
+// A node must not guess what a newer coordinator's state means.
+bool validAssignmentState(int s) { return s >= 0 && s <= 2; }
+
+} // namespace
+
+std::vector<InTensor> tensorDescriptors(const wire::Envelope &env, std::string &reason)
+{
+    std::vector<InTensor> out;
+    auto required = [&](bool has, const wire::Tensor &t, const char *role) {
+        if (!has)
+            reason = std::string("the message has no ") + role + " tensor";
+        else
+            out.push_back({&t, role});
+        return has;
+    };
+    switch (env.body_case()) {
+    case E::kActivations:
+        if (required(env.activations().has_activations(), env.activations().activations(), "activations") &&
+            env.activations().has_labels())
+            out.push_back({&env.activations().labels(), "labels"});
+        break;
+    case E::kGradients:
+        required(env.gradients().has_gradients(), env.gradients().gradients(), "gradients");
+        break;
+    case E::kRingChunk:
+        required(env.ring_chunk().has_tensor(), env.ring_chunk().tensor(), "ring chunk");
+        break;
+    case E::kWeightsReply:
+        for (const auto &n : env.weights_reply().tensors())
+            if (!required(n.has_tensor(), n.tensor(), "weight"))
+                break;
+        break;
+    default:
+        break;
+    }
+    if (!reason.empty())
+        out.clear();
+    return out;
+}
+
+std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<TensorBuffer> &t, std::string &reason)
+{
+    switch (env.body_case()) {
+    case E::kHello: {
+        const auto &h = env.hello();
+        if (!validRole(h.role()) || !validCompression(h.compression()) || h.min_version() > h.max_version()) {
+            reason = "Hello has an invalid role, compression or version range";
+            return std::nullopt;
+        }
+        return Hello{h.min_version(),    h.max_version(),      h.node_id(),
+                     NodeRole(h.role()), listOf(h.features()), Compression(h.compression()),
+                     h.software()};
+    }
+    case E::kHelloAck: {
+        const auto &h = env.hello_ack();
+        if (!validRole(h.role()) || !validCompression(h.compression())) {
+            reason = "HelloAck has an invalid role or compression";
+            return std::nullopt;
+        }
+        return HelloAck{
+            h.version(), h.node_id(), NodeRole(h.role()), listOf(h.features()), Compression(h.compression()),
+            h.software()};
+    }
+    case E::kPing:
+        return Ping{env.ping().nonce()};
+    case E::kPong:
+        return Pong{env.pong().nonce()};
+    case E::kGoodbye:
+        return Goodbye{GoodbyeCode(std::clamp(int(env.goodbye().code()), 0, 4)), env.goodbye().reason()};
+    case E::kActivations: {
+        const auto &a = env.activations();
+        if (t.size() == 2 && t[1].dtype != DType::Int64) {
+            reason = "labels must be int64, not " + std::string(dtypeName(t[1].dtype));
+            return std::nullopt;
+        }
+        return Activations{a.microbatch_id(), a.weight_version(), std::move(t[0]),
+                           t.size() == 2 ? std::move(t[1]) : TensorBuffer{}};
+    }
+    case E::kGradients:
+        return Gradients{env.gradients().microbatch_id(), env.gradients().weight_version(), std::move(t[0])};
+    case E::kRingChunk: {
+        const auto &r = env.ring_chunk();
+        return RingChunk{r.ring_id(), r.round(), r.step(), r.chunk_index(), std::move(t[0])};
+    }
+    case E::kWeightsRequest: {
+        const auto &w = env.weights_request();
+        return WeightsRequest{w.request_id(), w.stage(), listOf(w.names())};
+    }
+    case E::kWeightsReply: {
+        const auto &w = env.weights_reply();
+        WeightsReply reply{w.request_id(), w.stage(), w.weight_version(), {}};
+        for (int i = 0; i < w.tensors_size(); ++i)
+            reply.tensors.push_back({w.tensors(i).name(), std::move(t[size_t(i)])});
+        return reply;
+    }
+    case E::kStageError: {
+        const auto &s = env.stage_error();
+        return StageError{s.stage(), s.microbatch_id(), s.reason()};
+    }
+    case E::kRegistration: {
+        const auto &r = env.registration();
+        return Register{r.name(),     r.listen_address(),          r.profile_json(),  r.nonce(), r.timestamp_ms(),
+                        r.software(), r.upload_bytes_per_second(), r.public_key_pem()};
+    }
+    case E::kRegistrationReply: {
+        const auto &r = env.registration_reply();
+        if (!validAssignmentState(r.assignment().state())) {
+            reason = "the assignment has an unknown state " + std::to_string(int(r.assignment().state()));
+            return std::nullopt;
+        }
+        return RegisterReply{r.node_id(),       r.certificate_pem(),      r.ca_certificate_pem(),
+                             fromWire(r.run()), fromWire(r.assignment()), r.heartbeat_interval_ms()};
+    }
+    case E::kHeartbeat: {
+        const auto &h = env.heartbeat();
+        return Heartbeat{h.seq(), h.assignment_version(), fromWire(h.metrics())};
+    }
+    case E::kHeartbeatAck:
+        return HeartbeatAck{env.heartbeat_ack().seq(), env.heartbeat_ack().assignment_version()};
+    case E::kAssignmentUpdate:
+        if (!validAssignmentState(env.assignment_update().assignment().state())) {
+            reason = "the assignment has an unknown state " +
+                     std::to_string(int(env.assignment_update().assignment().state()));
+            return std::nullopt;
+        }
+        return AssignmentUpdate{fromWire(env.assignment_update().assignment())};
+    case E::kLeave:
+        return Leave{env.leave().reason()};
+    case E::kCoordinatorError: {
+        const auto &c = env.coordinator_error();
+        return CoordinatorError{CoordinatorErrorCode(std::clamp(int(c.code()), 0, 6)), c.reason()};
+    }
+    case E::BODY_NOT_SET:
+        break;
+    }
+    reason = "the header carries no message";
+    return std::nullopt;
+}
+
+} // namespace rookery::net::schema

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The receiver's limits on an Envelope's strings and lists, checked before any of it
+// becomes a message (docs/protocol.md, "Coordinator messages").
+#include "engine/net/wire_schema.h"
+
+namespace rookery::net::schema {
+namespace {
+
+using E = wire::Envelope;
+
+// Strings and list lengths of one message; "" when all are within limits.
+std::string checkStrings(std::initializer_list<std::pair<const char *, const std::string *>> strings,
+                         const WireLimits &limits)
+{
+    for (const auto &[name, s] : strings)
+        if (s->size() > limits.maxStringBytes)
+            return std::string(name) + " is " + std::to_string(s->size()) + " bytes, over the limit of " +
+                   std::to_string(limits.maxStringBytes);
+    return {};
+}
+
+std::string checkCount(const char *name, int count, const WireLimits &limits)
+{
+    if (uint64_t(count) > limits.maxListEntries)
+        return std::string(name) + " has " + std::to_string(count) + " entries, over the limit of " +
+               std::to_string(limits.maxListEntries);
+    return {};
+}
+
+std::string checkPeer(const wire::PeerAddress &p, const WireLimits &limits)
+{
+    return checkStrings({{"node id", &p.node_id()}, {"peer address", &p.address()}}, limits);
+}
+
+std::string checkAssignment(const wire::Assignment &a, const WireLimits &limits)
+{
+    if (auto r = checkStrings({{"reason", &a.reason()}}, limits); !r.empty())
+        return r;
+    for (const auto *p : {&a.previous(), &a.next(), &a.weights_from()})
+        if (auto r = checkPeer(*p, limits); !r.empty())
+            return r;
+    if (auto r = checkCount("rings", a.rings_size(), limits); !r.empty())
+        return r;
+    for (const auto &ring : a.rings()) {
+        if (auto r = checkCount("ring members", ring.members_size(), limits); !r.empty())
+            return r;
+        for (const auto &p : ring.members())
+            if (auto r = checkPeer(p, limits); !r.empty())
+                return r;
+    }
+    return {};
+}
+
+std::string checkList(const char *name, const google::protobuf::RepeatedPtrField<std::string> &list,
+                      const WireLimits &limits)
+{
+    if (uint64_t(list.size()) > limits.maxListEntries)
+        return std::string(name) + " has " + std::to_string(list.size()) + " entries, over the limit of " +
+               std::to_string(limits.maxListEntries);
+    for (const auto &s : list)
+        if (s.size() > limits.maxStringBytes)
+            return std::string("an entry of ") + name + " is " + std::to_string(s.size()) + " bytes, over the limit";
+    return {};
+}
+
+} // namespace
+
+std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
+{
+    switch (env.body_case()) {
+    case E::kHello: {
+        const auto &h = env.hello();
+        if (auto r = checkStrings({{"node id", &h.node_id()}, {"software", &h.software()}}, limits); !r.empty())
+            return r;
+        return checkList("features", h.features(), limits);
+    }
+    case E::kHelloAck: {
+        const auto &h = env.hello_ack();
+        if (auto r = checkStrings({{"node id", &h.node_id()}, {"software", &h.software()}}, limits); !r.empty())
+            return r;
+        return checkList("features", h.features(), limits);
+    }
+    case E::kGoodbye:
+        return checkStrings({{"reason", &env.goodbye().reason()}}, limits);
+    case E::kStageError:
+        return checkStrings({{"reason", &env.stage_error().reason()}}, limits);
+    case E::kWeightsRequest:
+        return checkList("names", env.weights_request().names(), limits);
+    case E::kWeightsReply:
+        for (const auto &n : env.weights_reply().tensors())
+            if (auto r = checkStrings({{"tensor name", &n.name()}}, limits); !r.empty())
+                return r;
+        return {};
+    case E::kRegistration: {
+        // Documents (profile, certificates, model) are bounded by the header limit.
+        const auto &r = env.registration();
+        return checkStrings({{"name", &r.name()},
+                             {"listen address", &r.listen_address()},
+                             {"nonce", &r.nonce()},
+                             {"software", &r.software()},
+                             {"public key", &r.public_key_pem()}},
+                            limits);
+    }
+    case E::kRegistrationReply: {
+        const auto &r = env.registration_reply();
+        if (auto e = checkStrings(
+                {{"node id", &r.node_id()}, {"dataset", &r.run().dataset()}, {"run id", &r.run().run_id()}}, limits);
+            !e.empty())
+            return e;
+        return checkAssignment(r.assignment(), limits);
+    }
+    case E::kAssignmentUpdate:
+        return checkAssignment(env.assignment_update().assignment(), limits);
+    case E::kLeave:
+        return checkStrings({{"reason", &env.leave().reason()}}, limits);
+    case E::kCoordinatorError:
+        return checkStrings({{"reason", &env.coordinator_error().reason()}}, limits);
+    default:
+        return {};
+    }
+}
+
+} // namespace rookery::net::schema
