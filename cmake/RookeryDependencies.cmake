@@ -9,6 +9,15 @@ find_package(Boost 1.74 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(Protobuf REQUIRED)
 
+# CLI11 (libcli11-dev), header-only: the programs' command lines. Debian ships its CMake
+# config in /usr/share/cmake/CLI11; a copy without one still has the headers.
+find_package(CLI11 2.1 CONFIG QUIET)
+if(NOT TARGET CLI11::CLI11)
+    find_path(ROOKERY_CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+    add_library(CLI11::CLI11 INTERFACE IMPORTED)
+    target_include_directories(CLI11::CLI11 SYSTEM INTERFACE "${ROOKERY_CLI11_INCLUDE_DIR}")
+endif()
+
 # LibTorch. Its config pulls in Caffe2's, which is chatty and sets global state;
 # we wrap it in one interface target whose headers are SYSTEM so our warnings stay ours.
 find_package(Torch REQUIRED)

@@ -23,7 +23,7 @@ packages=(
     # engine
     libtorch-dev libopenblas0-pthread libboost-dev libssl-dev openssl libsqlite3-dev sqlite3
     zlib1g-dev protobuf-compiler libprotobuf-dev nlohmann-json3-dev libsystemd-dev libxss-dev
-    libx11-dev
+    libx11-dev libcli11-dev
     # desktop app
     qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev qt6-qpa-plugins libgl-dev libqt6opengl6-dev
     # data

@@ -6,7 +6,7 @@
 #include <map>
 #include <regex>
 
-#include "engine/common/arg_parser.h"
+#include "engine/common/command_line.h"
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
 #include "engine/node/local_swarm.h"
@@ -30,28 +30,37 @@ int main(int argc, char **argv)
     double lr = 0.05;
     int cores = 1;
     bool fresh = false, quiet = false;
-    ArgParser p("rookery-local-swarm",
-                "Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
-                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
-                "checkpoints. Exits when the run is complete.");
-    p.option("nodes", "N", "nodes to start", &s.nodes, 1, 64);
-    p.option("cluster-size", "N", "pipeline stages per cluster (0: let the planner decide)", &s.clusterSize, 0, 16);
-    p.option("work-dir", "DIR", "data directories of the coordinator and nodes", &workDir);
-    p.option("dataset-dir", "DIR", "Fashion-MNIST's .gz files", &datasetDir);
-    p.choice("model", "model to train", &model, {"mlp", "cnn"});
-    p.choice("optimizer", "optimizer", &optimizer, {"sgd", "adamw"});
-    p.option("lr", "RATE", "learning rate", &lr, 1e-6, 10);
-    p.option("steps", "N", "optimizer steps to train", &steps, 1, int64_t(1) << 40);
-    p.option("averaging-interval", "N", "optimizer steps between ring averagings", &interval, 1, 1 << 20);
-    p.option("microbatch", "N", "samples per microbatch", &microbatch, 1, 4096);
-    p.option("seed", "N", "random seed of the run", &seed, 0, INT64_MAX);
-    p.option("cores-per-node", "N", "cores each node may use", &cores, 1, 256);
-    p.flag("fresh", "delete the work directory first (a new run)", &fresh);
-    p.flag("quiet", "print only the nodes' main events, not their progress lines", &quiet);
-    p.epilog("Example:\n  rookery-local-swarm --nodes 4 --cluster-size 2    two clusters of two pipeline stages\n\n"
+    CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
+               "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
+               "checkpoints. Exits when the run is complete.",
+               "rookery-local-swarm");
+    cli::configure(p);
+    p.add_option("--nodes", s.nodes, "nodes to start")->type_name("N")->check(cli::wholeNumber(1, 64));
+    p.add_option("--cluster-size", s.clusterSize, "pipeline stages per cluster (0: let the planner decide)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, 16));
+    p.add_option("--work-dir", workDir, "data directories of the coordinator and nodes")->type_name("DIR");
+    p.add_option("--dataset-dir", datasetDir, "Fashion-MNIST's .gz files")->type_name("DIR");
+    cli::addChoice(p, "--model", model, {"mlp", "cnn"}, "model to train");
+    cli::addChoice(p, "--optimizer", optimizer, {"sgd", "adamw"}, "optimizer");
+    p.add_option("--lr", lr, "learning rate")->type_name("RATE")->check(cli::number(1e-6, 10));
+    p.add_option("--steps", steps, "optimizer steps to train")
+        ->type_name("N")
+        ->check(cli::wholeNumber(1, int64_t(1) << 40));
+    p.add_option("--averaging-interval", interval, "optimizer steps between ring averagings")
+        ->type_name("N")
+        ->check(cli::wholeNumber(1, 1 << 20));
+    p.add_option("--microbatch", microbatch, "samples per microbatch")
+        ->type_name("N")
+        ->check(cli::wholeNumber(1, 4096));
+    p.add_option("--seed", seed, "random seed of the run")->type_name("N")->check(cli::wholeNumber(0, INT64_MAX));
+    p.add_option("--cores-per-node", cores, "cores each node may use")->type_name("N")->check(cli::wholeNumber(1, 256));
+    p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
+    p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
+    p.footer("Example:\n  rookery-local-swarm --nodes 4 --cluster-size 2    two clusters of two pipeline stages\n\n"
              "Ctrl-C stops every process; each node checkpoints first.");
     try {
-        if (p.parse(argc, argv) != ArgParser::Outcome::Run)
+        if (cli::parse(p, argc, argv) != cli::Outcome::Run)
             return 0;
     } catch (const Error &e) {
         std::fprintf(stderr, "rookery-local-swarm: %s\n", e.what());

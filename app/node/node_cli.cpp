@@ -1,74 +1,148 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "app/node/node_cli.h"
 
-#include "engine/common/arg_parser.h"
+#include "engine/common/command_line.h"
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
 #include "engine/device/schedule.h"
 #include "engine/model/model_zoo.h"
 
 namespace rookery::app {
+namespace {
+
+constexpr int64_t kManySteps = int64_t(1) << 40;
+
+// The governor's options that do not map one to one onto GovernorSettings.
+struct GovernorOptions
+{
+    int64_t maxCores = 0;
+    int64_t cpuPercent = 100;
+    int64_t idleCpuPercent = 100;
+    bool onBattery = false;
+};
+
+void declareSwarmOptions(CLI::App &p, NodeOptions &o)
+{
+    p.add_option("--join", o.join, "join the swarm whose coordinator is at wss://host:port/#sha256=...")
+        ->type_name("ADDRESS");
+    p.add_option("--name", o.name, "swarm: this node's name, as others see it (default: the host name)")
+        ->type_name("NAME");
+    p.add_option("--bind", o.bind, "swarm: the IPv4 address peers reach this node at")->type_name("HOST");
+    p.add_option("--port", o.port, "swarm: the port peers reach this node at (0: any free port)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, 65535));
+    p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
+    p.add_option("--status-port", o.statusPort,
+                 "swarm: the coordinator's status API, for the peer graph (0: its port + 1)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, 65535));
+    p.add_option("--data-dir", o.dataDir, "where the database and identity live")->type_name("DIR");
+    p.add_option("--control-port", o.controlPort,
+                 "the control API's port on 127.0.0.1 (0: any free; see DIR/control-port)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, 65535));
+    p.add_flag("--no-control", o.noControl, "serve no local control API (and no metrics)");
+    p.add_option("--dataset-dir", o.datasetDir, "Fashion-MNIST's .gz files")->type_name("DIR");
+}
+
+void declareTrainingOptions(CLI::App &p, node::LocalRunSettings &l)
+{
+    p.add_option("--run", l.run, "name under which checkpoints are kept and resumed")->type_name("NAME");
+    cli::addChoice(p, "--model", l.model, model::modelNames(), "model to train");
+    cli::addChoice(p, "--optimizer", l.optimizer, {"sgd", "adamw"}, "optimizer");
+    p.add_option("--lr", l.learningRate, "learning rate")->type_name("RATE")->check(cli::number(1e-6, 10));
+    p.add_option("--momentum", l.momentum, "SGD momentum")->type_name("M")->check(cli::number(0, 0.999));
+    p.add_option("--weight-decay", l.weightDecay, "weight decay")->type_name("W")->check(cli::number(0, 0.5));
+    p.add_option("--batch-size", l.batchSize, "samples per step")->type_name("N")->check(cli::wholeNumber(1, 60000));
+    p.add_option("--steps", l.steps, "train until this many steps in total")
+        ->type_name("N")
+        ->check(cli::wholeNumber(1, kManySteps));
+    p.add_option("--checkpoint-every", l.checkpointEvery, "checkpoint every N steps (0: only at the end)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, kManySteps));
+    p.add_option("--keep", l.keepCheckpoints, "checkpoints to keep")->type_name("N")->check(cli::wholeNumber(1, 1000));
+    p.add_option("--eval-every", l.evalEvery, "evaluate on the test set every N steps (0: only at the end)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, kManySteps));
+    p.add_option("--threads", l.threads, "cores to use for the math (0: all)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, 1024));
+    p.add_option("--train-samples", l.trainSamples, "train on the first N samples only (0: all)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, 60000));
+    p.add_option("--seed", l.seed, "random seed for initialisation and data order")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, INT64_MAX));
+    p.add_flag("--fresh", l.fresh, "start from scratch instead of resuming this run's newest checkpoint");
+}
+
+void declareGovernorOptions(CLI::App &p, device::GovernorSettings &g, GovernorOptions &go)
+{
+    p.add_option("--max-cores", go.maxCores, "governor: use at most N cores (0: all)")
+        ->type_name("N")
+        ->check(cli::wholeNumber(0, 4096));
+    p.add_option("--cpu-percent", go.cpuPercent, "governor: use at most P% of CPU time on those cores")
+        ->type_name("P")
+        ->check(cli::wholeNumber(1, 100));
+    // Its default is another option's value, which the help says; no captured default.
+    p.add_option("--idle-cpu-percent", go.idleCpuPercent,
+                 "governor: CPU time cap while the user is idle (default: --cpu-percent)")
+        ->type_name("P")
+        ->check(cli::wholeNumber(1, 100))
+        ->default_str("");
+    p.add_option("--memory-cap", g.memoryCapMiB, "governor: checkpoint and stop past this resident memory (0: none)")
+        ->type_name("MIB")
+        ->check(cli::wholeNumber(0, int64_t(1) << 30));
+    p.add_flag("--idle-only", g.runOnlyWhenIdle, "governor: train only while the user is idle");
+    p.add_option("--idle-minutes", g.idleMinutes, "governor: minutes without input before the user counts as idle")
+        ->type_name("N")
+        ->check(cli::wholeNumber(1, 24 * 60));
+    p.add_option("--schedule", g.schedule, "governor: weekly schedule, e.g. 'mon-fri 18:00-08:00, sat-sun all day'")
+        ->type_name("TEXT");
+    p.add_flag("--run-on-battery", go.onBattery, "governor: keep training on battery power");
+}
+
+// Rules between options, checked once all are read.
+void checkCombinations(const CLI::App &p, const NodeOptions &o)
+{
+    if ((o.json || o.remeasure) && !o.profile)
+        throw Error("--json and --remeasure go with --profile");
+    if (o.profile && (p.count("--control-port") || o.noControl))
+        throw Error("--control-port and --no-control do not go with --profile");
+    if (o.noControl && p.count("--control-port"))
+        throw Error("--control-port and --no-control do not go together");
+    if (!o.join.empty() && o.profile)
+        throw Error("--profile and --join do not go together");
+    if (o.join.empty())
+        for (const char *swarmOnly : {"--name", "--bind", "--port", "--stay", "--status-port"})
+            if (p.count(swarmOnly))
+                throw Error(std::string(swarmOnly) + " goes with --join");
+}
+
+} // namespace
 
 bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
 {
     auto &l = o.local;
+    auto &g = l.governor;
     o.dataDir = defaultDataDir().string();
     o.datasetDir = defaultFashionMnistDir().string();
 
-    ArgParser p("rookery-node",
-                "Rookery's headless node. With --join it joins a swarm: registers with the coordinator, trains\n"
-                "the pipeline stage it is assigned, and averages with its peers. With no mode given, it trains a\n"
-                "model on this machine (local mode). Either way it checkpoints to SQLite and resumes after a\n"
-                "restart.");
-    p.option("join", "ADDRESS", "join the swarm whose coordinator is at wss://host:port/#sha256=...", &o.join);
-    p.option("name", "NAME", "swarm: this node's name, as others see it (default: the host name)", &o.name);
-    p.option("bind", "HOST", "swarm: the IPv4 address peers reach this node at", &o.bind);
-    p.option("port", "N", "swarm: the port peers reach this node at (0: any free port)", &o.port, 0, 65535);
-    p.flag("stay", "swarm: stay in the swarm after the run is complete", &o.stay);
-    p.option("status-port", "N", "swarm: the coordinator's status API, for the peer graph (0: its port + 1)",
-             &o.statusPort, 0, 65535);
-    p.option("data-dir", "DIR", "where the database and identity live", &o.dataDir);
-    p.option("control-port", "N", "the control API's port on 127.0.0.1 (0: any free; see DIR/control-port)",
-             &o.controlPort, 0, 65535);
-    p.flag("no-control", "serve no local control API (and no metrics)", &o.noControl);
-    p.option("dataset-dir", "DIR", "Fashion-MNIST's .gz files", &o.datasetDir);
-    p.option("run", "NAME", "name under which checkpoints are kept and resumed", &l.run);
-    p.choice("model", "model to train", &l.model, model::modelNames());
-    p.choice("optimizer", "optimizer", &l.optimizer, {"sgd", "adamw"});
-    p.option("lr", "RATE", "learning rate", &l.learningRate, 1e-6, 10);
-    p.option("momentum", "M", "SGD momentum", &l.momentum, 0, 0.999);
-    p.option("weight-decay", "W", "weight decay", &l.weightDecay, 0, 0.5);
-    p.option("batch-size", "N", "samples per step", &l.batchSize, 1, 60000);
-    p.option("steps", "N", "train until this many steps in total", &l.steps, 1, int64_t(1) << 40);
-    p.option("checkpoint-every", "N", "checkpoint every N steps (0: only at the end)", &l.checkpointEvery, 0,
-             int64_t(1) << 40);
-    p.option("keep", "N", "checkpoints to keep", &l.keepCheckpoints, 1, 1000);
-    p.option("eval-every", "N", "evaluate on the test set every N steps (0: only at the end)", &l.evalEvery, 0,
-             int64_t(1) << 40);
-    p.option("threads", "N", "cores to use for the math (0: all)", &l.threads, 0, 1024);
-    p.option("train-samples", "N", "train on the first N samples only (0: all)", &l.trainSamples, 0, 60000);
-    int64_t seed = int64_t(l.seed);
-    p.option("seed", "N", "random seed for initialisation and data order", &seed, 0, INT64_MAX);
-    p.flag("fresh", "start from scratch instead of resuming this run's newest checkpoint", &l.fresh);
-    p.flag("quiet", "print only errors and the final result", &o.quiet);
-    p.flag("profile", "print this machine's capability profile (cached up to 30 days) and exit", &o.profile);
-    p.flag("json", "with --profile: print it as JSON", &o.json);
-    p.flag("remeasure", "with --profile: measure again instead of using the cache", &o.remeasure);
-    auto &g = l.governor;
-    int64_t maxCores = 0, cpuPercent = 100, idleCpuPercent = 100;
-    bool onBattery = false;
-    p.option("max-cores", "N", "governor: use at most N cores (0: all)", &maxCores, 0, 4096);
-    p.option("cpu-percent", "P", "governor: use at most P% of CPU time on those cores", &cpuPercent, 1, 100);
-    p.option("idle-cpu-percent", "P", "governor: CPU time cap while the user is idle (default: --cpu-percent)",
-             &idleCpuPercent, 1, 100);
-    p.option("memory-cap", "MIB", "governor: checkpoint and stop past this resident memory (0: none)", &g.memoryCapMiB,
-             0, int64_t(1) << 30);
-    p.flag("idle-only", "governor: train only while the user is idle", &g.runOnlyWhenIdle);
-    p.option("idle-minutes", "N", "governor: minutes without input before the user counts as idle", &g.idleMinutes, 1,
-             24 * 60);
-    p.option("schedule", "TEXT", "governor: weekly schedule, e.g. 'mon-fri 18:00-08:00, sat-sun all day'", &g.schedule);
-    p.flag("run-on-battery", "governor: keep training on battery power", &onBattery);
-    p.epilog("Examples:\n"
+    CLI::App p("Rookery's headless node. With --join it joins a swarm: registers with the coordinator, trains\n"
+               "the pipeline stage it is assigned, and averages with its peers. With no mode given, it trains a\n"
+               "model on this machine (local mode). Either way it checkpoints to SQLite and resumes after a\n"
+               "restart.",
+               "rookery-node");
+    cli::configure(p);
+    GovernorOptions go;
+    declareSwarmOptions(p, o);
+    declareTrainingOptions(p, l);
+    p.add_flag("--quiet", o.quiet, "print only errors and the final result");
+    p.add_flag("--profile", o.profile, "print this machine's capability profile (cached up to 30 days) and exit");
+    p.add_flag("--json", o.json, "with --profile: print it as JSON");
+    p.add_flag("--remeasure", o.remeasure, "with --profile: measure again instead of using the cache");
+    declareGovernorOptions(p, g, go);
+    p.footer("Examples:\n"
              "  rookery-node                        train the MLP, resuming if it was interrupted\n"
              "  rookery-node --model cnn --steps 2000 --run cnn-demo\n"
              "  rookery-node --cpu-percent 50 --schedule 'mon-fri 18:00-08:00, sat-sun all day'\n"
@@ -80,35 +154,23 @@ bool parseNodeOptions(int argc, char **argv, NodeOptions &o)
              "/metrics to any local client. Ctrl-C or SIGTERM checkpoints and stops; running the same\n"
              "command again resumes.\n"
              "Exit status: 0 done or stopped, 1 error, 2 bad command line.");
-    if (p.parse(argc, argv) != ArgParser::Outcome::Run)
+    if (cli::parse(p, argc, argv) != cli::Outcome::Run)
         return false;
-    l.seed = uint64_t(seed);
-    g.whenActive.maxCores = g.whenIdle.maxCores = maxCores;
-    g.whenActive.cpuPercent = cpuPercent;
-    g.whenIdle.cpuPercent = p.given("idle-cpu-percent") ? idleCpuPercent : cpuPercent;
-    g.pauseOnBattery = !onBattery;
+    g.whenActive.maxCores = g.whenIdle.maxCores = go.maxCores;
+    g.whenActive.cpuPercent = go.cpuPercent;
+    g.whenIdle.cpuPercent = p.count("--idle-cpu-percent") ? go.idleCpuPercent : go.cpuPercent;
+    g.pauseOnBattery = !go.onBattery;
     try {
         device::Schedule::parse(g.schedule);
     } catch (const Error &e) {
         throw Error(std::string("--schedule: ") + e.what());
     }
-    if ((o.json || o.remeasure) && !o.profile)
-        throw Error("--json and --remeasure go with --profile");
-    if (o.profile && (p.given("control-port") || o.noControl))
-        throw Error("--control-port and --no-control do not go with --profile");
-    if (o.noControl && p.given("control-port"))
-        throw Error("--control-port and --no-control do not go together");
-    if (!o.join.empty() && o.profile)
-        throw Error("--profile and --join do not go together");
-    if (o.join.empty())
-        for (const char *swarmOnly : {"name", "bind", "port", "stay", "status-port"})
-            if (p.given(swarmOnly))
-                throw Error(std::string("--") + swarmOnly + " goes with --join");
+    checkCombinations(p, o);
     if (!o.join.empty()) {
         // A swarm node has its own defaults (SwarmNodeSettings): -1 keeps them.
-        if (!p.given("checkpoint-every"))
+        if (!p.count("--checkpoint-every"))
             l.checkpointEvery = -1;
-        if (!p.given("eval-every"))
+        if (!p.count("--eval-every"))
             l.evalEvery = -1;
     }
     l.dataDir = o.dataDir;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/common/arg_parser.h"
+#include "engine/common/command_line.h"
 #include "engine/common/error.h"
 
 namespace rookery::bench {
@@ -15,11 +15,12 @@ namespace rookery::bench {
 BenchOptions parseBenchOptions(int argc, char **argv, const std::string &name, const std::string &summary)
 {
     BenchOptions o;
-    ArgParser p(name, summary);
-    p.flag("quick", "a short run (under a minute) for CI", &o.quick);
-    p.option("json", "FILE", "write the figures as JSON to FILE", &o.jsonPath);
+    CLI::App p(summary, name);
+    cli::configure(p);
+    p.add_flag("--quick", o.quick, "a short run (under a minute) for CI");
+    p.add_option("--json", o.jsonPath, "write the figures as JSON to FILE")->type_name("FILE");
     try {
-        if (p.parse(argc, argv) != ArgParser::Outcome::Run)
+        if (cli::parse(p, argc, argv) != cli::Outcome::Run)
             std::exit(0);
     } catch (const Error &e) {
         std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());

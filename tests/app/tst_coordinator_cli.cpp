@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// rookery-coordinator's command line (app/coordinator/coordinator_cli.h), parsed in process.
+#include <QtTest>
+
+#include "app/coordinator/coordinator_cli.h"
+#include "engine/common/paths.h"
+#include "tests/app/command_line_harness.h"
+
+using rookery::app::CoordinatorOptions;
+using rookery::test::ParseResult;
+
+namespace {
+
+ParseResult parse(std::vector<std::string> args, CoordinatorOptions *options = nullptr)
+{
+    CoordinatorOptions local;
+    CoordinatorOptions &o = options ? *options : local;
+    return rookery::test::parseWords("rookery-coordinator", std::move(args), [&o](int argc, char **argv) {
+        return rookery::app::parseCoordinatorOptions(argc, argv, o);
+    });
+}
+
+std::vector<std::string> words(const QStringList &args)
+{
+    std::vector<std::string> w;
+    for (const auto &a : args)
+        w.push_back(a.toStdString());
+    return w;
+}
+
+} // namespace
+
+class TestCoordinatorCli : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void defaultsWhenNothingIsGiven()
+    {
+        CoordinatorOptions o;
+        const auto r = parse({}, &o);
+        QVERIFY2(r.run, r.error.c_str());
+        const auto &s = o.settings;
+        QCOMPARE(s.port, uint16_t(7400));
+        QCOMPARE(s.statusPort, uint16_t(7401));
+        QCOMPARE(s.heartbeatInterval, std::chrono::milliseconds(1000));
+        QCOMPARE(s.heartbeatTimeout, std::chrono::milliseconds(5000));
+        QCOMPARE(s.dataDir, rookery::defaultDataDir() / "coordinator");
+        QCOMPARE(s.run.model.name, std::string("mlp"));
+        QCOMPARE(s.run.optimizer.kind, rookery::train::OptimizerKind::Sgd);
+        QCOMPARE(s.run.seed, uint64_t(1));
+        QCOMPARE(s.maxNodes, size_t(10'000));
+        QVERIFY(!o.quiet);
+    }
+
+    void readsEveryKindOfOption()
+    {
+        CoordinatorOptions o;
+        const auto r = parse({"--port",
+                              "0",
+                              "--status-port=0",
+                              "--bind",
+                              "127.0.0.1",
+                              "--heartbeat-ms",
+                              "100",
+                              "--heartbeat-timeout-ms",
+                              "2000",
+                              "--first-plan-delay-ms",
+                              "0",
+                              "--model",
+                              "cnn",
+                              "--optimizer",
+                              "adamw",
+                              "--lr",
+                              "0.001",
+                              "--momentum",
+                              "0.5",
+                              "--steps",
+                              "20000",
+                              "--seed",
+                              "9",
+                              "--max-nodes",
+                              "5",
+                              "--expect-nodes",
+                              "3",
+                              "--quiet"},
+                             &o);
+        QVERIFY2(r.run, r.error.c_str());
+        const auto &s = o.settings;
+        QCOMPARE(s.port, uint16_t(0));
+        QCOMPARE(s.statusPort, uint16_t(0));
+        QCOMPARE(s.bindAddress, std::string("127.0.0.1"));
+        QCOMPARE(s.heartbeatInterval, std::chrono::milliseconds(100));
+        QCOMPARE(s.heartbeatTimeout, std::chrono::milliseconds(2000));
+        QCOMPARE(s.firstPlanDelay, std::chrono::milliseconds(0));
+        QCOMPARE(s.run.model.name, std::string("cnn"));
+        QCOMPARE(s.run.optimizer.kind, rookery::train::OptimizerKind::AdamW);
+        QCOMPARE(s.run.optimizer.learningRate, 0.001);
+        QCOMPARE(s.run.optimizer.momentum, 0.9); // SGD's momentum does not apply to AdamW
+        QCOMPARE(s.run.totalSteps, int64_t(20000));
+        QCOMPARE(s.run.seed, uint64_t(9));
+        QCOMPARE(s.maxNodes, size_t(5));
+        QCOMPARE(s.expectNodes, 3);
+        QVERIFY(o.quiet);
+    }
+
+    void helpAndVersionPrintAndStop()
+    {
+        auto r = parse({"--help"});
+        QVERIFY(!r.run && r.error.empty());
+        QVERIFY(r.printed.rfind("Usage: rookery-coordinator [options]\n\nWhere a Rookery swarm meets", 0) == 0);
+        QVERIFY(r.printed.find("  --averaging-interval N ") != std::string::npos);
+        QVERIFY(r.printed.find("  --heartbeat-ms MS ") != std::string::npos);
+        QVERIFY(r.printed.find("(default: 7400)") != std::string::npos);
+        QVERIFY(r.printed.find("Exit status: 0 stopped, 1 error, 2 bad command line.\n") != std::string::npos);
+        r = parse({"--version"});
+        QVERIFY(!r.run && r.error.empty());
+        QVERIFY(r.printed.rfind("rookery-coordinator ", 0) == 0);
+    }
+
+    void badCommandLinesAreRefusedByName_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("port") << QStringList{"--port", "70000"} << "--port: 70000 is out of range (0 to 65535)";
+        QTest::newRow("heartbeat") << QStringList{"--heartbeat-ms", "10"}
+                                   << "--heartbeat-ms: 10 is out of range (50 to 60000)";
+        QTest::newRow("timeout not longer") << QStringList{"--heartbeat-ms", "1000", "--heartbeat-timeout-ms", "500"}
+                                            << "--heartbeat-timeout-ms must be longer than --heartbeat-ms";
+        QTest::newRow("max nodes") << QStringList{"--max-nodes", "0"}
+                                   << "--max-nodes: 0 is out of range (1 to 1000000)";
+        QTest::newRow("cluster size") << QStringList{"--cluster-size", "65"}
+                                      << "--cluster-size: 65 is out of range (0 to 64)";
+        QTest::newRow("lr") << QStringList{"--lr", "0"} << "--lr: 0 is out of range (1e-06 to 10)";
+        QTest::newRow("model") << QStringList{"--model", "gpt"} << "--model: 'gpt' is not one of mlp|cnn";
+        QTest::newRow("optimizer") << QStringList{"--optimizer", "adam"}
+                                   << "--optimizer: 'adam' is not one of sgd|adamw";
+        QTest::newRow("missing value") << QStringList{"--port"} << "--port needs a value (N)";
+        QTest::newRow("unknown") << QStringList{"--frobnicate"}
+                                 << "unknown option '--frobnicate' (try rookery-coordinator --help)";
+    }
+
+    void badCommandLinesAreRefusedByName()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, message);
+        const auto r = parse(words(args));
+        QVERIFY(!r.run);
+        QCOMPARE(QString::fromStdString(r.error), message);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCoordinatorCli)
+#include "tst_coordinator_cli.moc"
