@@ -7,7 +7,7 @@
 namespace rookery::node {
 namespace {
 
-constexpr uint64_t kMicrobatchMask = (uint64_t(1) << NetStageTransport::kSessionShift) - 1;
+constexpr uint64_t kMicrobatchMask = (uint64_t(1) << NetStageTransport::kGenerationShift) - 1;
 
 std::string stopText(const train::StopMessage &s)
 {
@@ -52,10 +52,10 @@ void NetStageTransport::beginRun()
     m_abort.reset();
     m_backward.clear();
     if (m_previous.empty()) {
-        ++m_session; // the root opens a new session; stale messages of the old one are dropped
+        ++m_generation; // the root opens a new generation; stale messages of the old one are dropped
         m_forward.clear();
     }
-    // Non-root stages keep forward messages that already arrived for a newer session:
+    // Non-root stages keep forward messages that already arrived for a newer generation:
     // the root may have restarted before this stage did.
 }
 
@@ -71,24 +71,24 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
     if (auto *a = std::get_if<net::Activations>(&message)) {
         if (peer != m_previous)
             return;
-        const uint64_t session = a->microbatchId >> kSessionShift;
-        if (session < m_session)
-            return; // a microbatch of an older run
-        if (session > m_session) {
-            // The root started a new run: whatever we held belongs to the old one.
-            m_session = session;
+        const uint64_t generation = a->microbatchId >> kGenerationShift;
+        if (generation < m_generation)
+            return; // a microbatch of an older generation
+        if (generation > m_generation) {
+            // The root restarted the pipeline: whatever we held belongs to the old generation.
+            m_generation = generation;
             m_forward.clear();
             m_backward.clear();
         }
         m_forward.push_back(train::ForwardMessage{int64_t(a->microbatchId & kMicrobatchMask), int64_t(a->weightVersion),
                                                   std::move(a->activations), std::move(a->labels)});
     } else if (auto *g = std::get_if<net::Gradients>(&message)) {
-        if (peer != m_next || (g->microbatchId >> kSessionShift) != m_session)
+        if (peer != m_next || (g->microbatchId >> kGenerationShift) != m_generation)
             return;
         m_backward.push_back(
             train::BackwardMessage{int64_t(g->microbatchId & kMicrobatchMask), std::move(g->gradients)});
     } else if (auto *e = std::get_if<net::StageError>(&message)) {
-        if ((peer != m_previous && peer != m_next) || (e->microbatchId >> kSessionShift) < m_session)
+        if ((peer != m_previous && peer != m_next) || (e->microbatchId >> kGenerationShift) < m_generation)
             return;
         train::StopMessage stop = stopFromText(int(e->stage), e->reason);
         if (stop.kind == train::StopKind::Finished) {

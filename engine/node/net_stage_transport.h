@@ -20,11 +20,11 @@ class PeerMesh;
 /// previous one as Gradients, and the end of a run or an abort as a StageError whose
 /// reason starts with "finished", "cancelled" or "failed".
 ///
-/// Sessions: every run of the pipeline is a session. The root starts each one with a
-/// higher number; the others follow the numbers they receive. Messages carry their
-/// session in the top 24 bits of the microbatch id, and a stage drops what belongs to
-/// an older session, so a pipeline restarted after a peer was lost never mixes old
-/// microbatches with new ones.
+/// Generations: every restart of the pipeline is a generation. The root starts each
+/// one with a higher number; the others follow the numbers they receive. Messages carry
+/// their generation in the top 24 bits of the microbatch id, and a stage drops what
+/// belongs to an older generation, so a pipeline restarted after a peer was lost never
+/// mixes old microbatches with new ones.
 ///
 /// A lost link to a neighbour aborts the run in progress (Cancelled).
 ///
@@ -38,7 +38,7 @@ public:
     NetStageTransport(PeerMesh &mesh, int stage, std::string previous, std::string next);
 
     /// Prepares the next run: drops what is queued, clears the abort, and (at the root)
-    /// opens a new session. Call before each StageRuntime::run().
+    /// opens a new generation. Call before each StageRuntime::run().
     void beginRun();
     /// True while both neighbours' links are up.
     bool neighboursUp() const;
@@ -55,13 +55,15 @@ public:
     std::optional<train::StageMessage> poll() override;
     void abort(train::StopMessage reason) override;
 
-    static constexpr int kSessionShift = 40;
+    /// The bit where the generation starts in a wire microbatch id (below it: the
+    /// microbatch number).
+    static constexpr int kGenerationShift = 40;
 
 private:
     bool sendTo(const std::string &peer, const net::Message &message);
     void abortLocked(train::StopMessage reason);
     std::optional<train::StageMessage> takeLocked();
-    uint64_t wireId(int64_t microbatch) const { return (m_session << kSessionShift) | uint64_t(microbatch); }
+    uint64_t wireId(int64_t microbatch) const { return (m_generation << kGenerationShift) | uint64_t(microbatch); }
 
     PeerMesh &m_mesh;
     const int m_stage;
@@ -70,7 +72,7 @@ private:
 
     mutable std::mutex m_mutex;
     std::condition_variable m_changed;
-    uint64_t m_session = 0;
+    uint64_t m_generation = 0;
     std::deque<train::BackwardMessage> m_backward;
     std::deque<train::StageMessage> m_forward; // forward messages and Finished, in order
     std::optional<train::StopMessage> m_abort;

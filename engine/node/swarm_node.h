@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/device/governor_settings.h"
-#include "engine/node/stage_session.h"
+#include "engine/node/assigned_stage.h"
 
 namespace rookery::device {
 class Governor;

@@ -1,29 +1,25 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "engine/node/stage_session.h"
+#include "engine/node/assigned_stage.h"
 
-#include <cstring>
 #include <limits>
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/device/compute_threads.h"
 #include "engine/node/net_ring_links.h"
 #include "engine/node/net_stage_transport.h"
 #include "engine/node/peer_mesh.h"
+#include "engine/node/pipeline_evaluation.h"
+#include "engine/node/stage_router.h"
 #include "engine/node/weights_relay.h"
 #include "engine/store/checkpoint_store.h"
 #include "engine/store/checkpoint_writer.h"
-#include "engine/swarm/ring_allreduce.h"
-#include "engine/train/evaluate.h"
+#include "engine/swarm/ring_averaging.h"
 #include "engine/train/stage_runtime.h"
 
 namespace rookery::node {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Layer index of a parameter name ("3.weight" -> 3).
-size_t layerOf(const std::string &name) { return size_t(std::stoul(name.substr(0, name.find('.')))); }
 
 std::vector<std::string> parameterNames(const model::ModelSpec &spec, size_t first, size_t last)
 {
@@ -41,7 +37,9 @@ struct Ring
 {
     coord::RingRef ref;
     std::string next, previous;
-    std::unique_ptr<NetRingLinks> links;
+    std::unique_ptr<NetRingLinks> links; // none for a ring of one
+
+    swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.members.size())}; }
 };
 
 } // namespace
@@ -51,29 +49,32 @@ std::string swarmCheckpointRun(const std::string &runId, size_t firstLayer, size
     return "swarm:" + runId + ":layers " + std::to_string(firstLayer) + "-" + std::to_string(lastLayer);
 }
 
-struct StageSession::Impl
+struct AssignedStage::Impl
 {
-    Impl(PeerMesh &m, StageSessionConfig c, Callbacks cb)
+    Impl(PeerMesh &m, AssignedStageConfig c, Callbacks cb)
         : mesh(m)
         , config(std::move(c))
         , callbacks(std::move(cb))
+        , averaging(config.ringTimeout)
     { }
 
     PeerMesh &mesh;
-    StageSessionConfig config;
+    AssignedStageConfig config;
     Callbacks callbacks;
+    // Declared in the order they depend on each other: the router and the evaluation
+    // refer to the links and the relay, the runtime to the transport.
     std::unique_ptr<NetStageTransport> transport;
     std::unique_ptr<WeightsRelay> relay;
     std::vector<Ring> rings;
+    std::unique_ptr<StageRouter> router;
+    std::unique_ptr<PipelineEvaluation> evaluation; // the root's only
+    swarm::RingAveraging averaging;
     std::unique_ptr<train::StageRuntime> runtime;
     std::unique_ptr<store::CheckpointWriter> writer;
     std::string checkpointRun;
 
     std::thread stageThread;
     std::atomic<bool> running{false};
-    std::thread evalThread;
-    std::atomic<bool> evaluating{false};
-    std::atomic<bool> closing{false}; // the session is being destroyed: evaluation gives up
 
     mutable std::mutex mutex; // guards the fields below
     Phase phase = Phase::Waiting;
@@ -81,7 +82,6 @@ struct StageSession::Impl
     std::string lastStop;
     StageProgress progress;
 
-    int64_t roundOffset = 0;
     Clock::time_point lastRateTime = Clock::now();
     int64_t lastRateStep = 0;
     Clock::time_point lastReport = Clock::now();
@@ -97,23 +97,25 @@ struct StageSession::Impl
             callbacks.message(text);
     }
 
-    void build();
+    void buildLinks();
+    void buildRuntime();
     void restore();
+    bool restoreCheckpoint(const std::string &what);
     void onUpdate(int64_t version);
     void averageRings(int64_t round);
     void publishSnapshot(int64_t version) { relay->publish(runtime->parameters(), uint64_t(version)); }
-    void scheduleEvaluation(bool final);
-    void evaluatePipeline(bool final, int64_t step);
     void stageMain();
+    void settle(const train::StageRunResult &result);
     void finish();
     void noteProgress(int64_t version, bool force);
 };
 
-void StageSession::Impl::build()
+void AssignedStage::Impl::buildLinks()
 {
     const auto &as = a();
     transport = std::make_unique<NetStageTransport>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
     relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
+    router = std::make_unique<StageRouter>(*transport, *relay);
     for (const auto &r : as.rings) {
         Ring ring{r, {}, {}, {}};
         const size_t n = r.members.size();
@@ -121,9 +123,25 @@ void StageSession::Impl::build()
             ring.next = r.members[(r.rank + 1) % n].nodeId;
             ring.previous = r.members[(r.rank + n - 1) % n].nodeId;
             ring.links = std::make_unique<NetRingLinks>(mesh, r.ringId, ring.next, ring.previous);
+            router->addRing(r.ringId, *ring.links);
         }
         rings.push_back(std::move(ring));
     }
+    if (root()) {
+        PipelineEvaluation::Config ec{config.run.model, config.test, as.stages, as.cluster, uint64_t(finalMarker())};
+        PipelineEvaluation::Callbacks cb;
+        cb.message = [this](const std::string &text) { say(text); };
+        cb.accuracy = [this](double accuracy) {
+            std::lock_guard lock(mutex);
+            progress.testAccuracy = accuracy;
+        };
+        evaluation = std::make_unique<PipelineEvaluation>(*relay, std::move(ec), std::move(cb));
+    }
+}
+
+void AssignedStage::Impl::buildRuntime()
+{
+    const auto &as = a();
     train::StageConfig sc;
     sc.model = config.run.model;
     sc.firstLayer = as.firstLayer;
@@ -144,30 +162,37 @@ void StageSession::Impl::build()
     writer = std::make_unique<store::CheckpointWriter>(*config.checkpoints, checkpointRun, config.keepCheckpoints);
 }
 
-void StageSession::Impl::restore()
+// This node's newest checkpoint of the same layers, if any and usable.
+bool AssignedStage::Impl::restoreCheckpoint(const std::string &what)
+{
+    auto cp = config.checkpoints->loadNewest(checkpointRun);
+    if (!cp)
+        return false;
+    try {
+        try {
+            runtime->restore(cp->state);
+        } catch (const Error &) {
+            // The data shard may have changed since (a re-plan): keep the weights and
+            // start the new shard from its beginning.
+            if (cp->state.cursor == data::SamplerCursor{})
+                throw;
+            cp->state.cursor = {};
+            runtime->restore(cp->state);
+        }
+        say("resuming " + what + " from its checkpoint at step " + std::to_string(cp->state.step));
+        return true;
+    } catch (const Error &e) {
+        say("the checkpoint of " + what + " cannot be used (" + std::string(e.what()) + "); starting afresh");
+        return false;
+    }
+}
+
+void AssignedStage::Impl::restore()
 {
     const auto &as = a();
     const std::string what = "stage " + std::to_string(as.stage + 1) + "/" + std::to_string(as.stages) + " (layers " +
                              std::to_string(as.firstLayer) + "-" + std::to_string(as.lastLayer - 1) + ")";
-    bool restored = false;
-    if (auto cp = config.checkpoints->loadNewest(checkpointRun)) {
-        try {
-            try {
-                runtime->restore(cp->state);
-            } catch (const Error &) {
-                // The data shard may have changed since (a re-plan): keep the weights and
-                // start the new shard from its beginning.
-                if (cp->state.cursor == data::SamplerCursor{})
-                    throw;
-                cp->state.cursor = {};
-                runtime->restore(cp->state);
-            }
-            restored = true;
-            say("resuming " + what + " from its checkpoint at step " + std::to_string(cp->state.step));
-        } catch (const Error &e) {
-            say("the checkpoint of " + what + " cannot be used (" + std::string(e.what()) + "); starting afresh");
-        }
-    }
+    const bool restored = restoreCheckpoint(what);
     const auto names = parameterNames(config.run.model, as.firstLayer, as.lastLayer);
     // Catch up: a peer in another cluster that holds the same layers has kept training
     // (after a restart), or holds the layers this node takes over.
@@ -189,7 +214,7 @@ void StageSession::Impl::restore()
     if (!restored && source.empty())
         say("starting " + what + " from the run's initial weights");
     // Round numbers derive from the step; a node resuming behind its ring catches up
-    // by adopting the round it sees (averageRings()).
+    // by adopting the round it sees (swarm::RingAveraging).
     publishSnapshot(runtime->version());
     lastRateStep = runtime->version();
     std::lock_guard lock(mutex);
@@ -197,7 +222,7 @@ void StageSession::Impl::restore()
     progress.totalSteps = config.run.totalSteps;
 }
 
-void StageSession::Impl::noteProgress(int64_t version, bool force)
+void AssignedStage::Impl::noteProgress(int64_t version, bool force)
 {
     const auto now = Clock::now();
     const double dt = std::chrono::duration<double>(now - lastRateTime).count();
@@ -226,53 +251,30 @@ void StageSession::Impl::noteProgress(int64_t version, bool force)
         callbacks.progress(copy);
 }
 
-void StageSession::Impl::averageRings(int64_t round)
+void AssignedStage::Impl::averageRings(int64_t round)
 {
     for (auto &ring : rings) {
         if (!ring.links)
             continue;
-        const size_t n = ring.ref.members.size();
         if (!mesh.isUp(ring.next) || !mesh.isUp(ring.previous)) {
             std::lock_guard lock(mutex);
             ++progress.ringSkipped;
             continue;
         }
-        std::vector<NamedTensor> params;
-        for (auto &p : runtime->parameters())
-            if (const size_t l = layerOf(p.name); l >= ring.ref.firstLayer && l < ring.ref.lastLayer)
-                params.push_back(std::move(p));
-        size_t count = 0;
-        for (const auto &p : params)
-            count += p.data.size() / sizeof(float);
-        std::vector<float> flat(count);
-        size_t at = 0;
-        for (const auto &p : params) {
-            std::memcpy(flat.data() + at, p.data.data(), p.data.size());
-            at += p.data.size() / sizeof(float);
-        }
-        const uint64_t id = uint64_t(round + roundOffset);
-        const auto result =
-            swarm::ringAllReduceAverage(flat, int(ring.ref.rank), int(n), id, *ring.links, config.ringTimeout);
-        if (result.newerRound > id)
-            roundOffset += int64_t(result.newerRound - id); // we were behind: meet the others next time
+        auto outcome = averaging.average(runtime->parameters(), ring.place(), round, *ring.links);
         std::lock_guard lock(mutex);
-        if (!result.complete) {
+        if (!outcome.result.complete) {
             ++progress.ringSkipped;
             log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
-                                      std::to_string(ring.ref.lastLayer - 1) + " skipped: " + result.error);
+                                      std::to_string(ring.ref.lastLayer - 1) + " skipped: " + outcome.result.error);
             continue;
         }
         ++progress.ringRounds;
-        at = 0;
-        for (auto &p : params) {
-            std::memcpy(p.data.data(), flat.data() + at, p.data.size());
-            at += p.data.size() / sizeof(float);
-        }
-        runtime->setParameters(params);
+        runtime->setParameters(outcome.parameters);
     }
 }
 
-void StageSession::Impl::onUpdate(int64_t version)
+void AssignedStage::Impl::onUpdate(int64_t version)
 {
     const auto &run = config.run;
     if (run.averagingInterval > 0 && version % run.averagingInterval == 0) {
@@ -282,55 +284,11 @@ void StageSession::Impl::onUpdate(int64_t version)
     if (config.checkpointEvery > 0 && version % config.checkpointEvery == 0)
         writer->submit(runtime->state());
     if (root() && config.evaluateEvery > 0 && version % config.evaluateEvery == 0 && version < run.totalSteps)
-        scheduleEvaluation(false);
+        evaluation->schedule(runtime->version());
     noteProgress(version, false);
 }
 
-void StageSession::Impl::evaluatePipeline(bool final, int64_t step)
-{
-    device::applyThreadConfig({1, 1});
-    const auto deadline = Clock::now() + std::chrono::seconds(final ? 120 : 20);
-    while (Clock::now() < deadline) {
-        if (closing)
-            return; // a new assignment or a stop: the weights to evaluate are gone anyway
-        // The final evaluation waits for every stage's final (averaged) weights.
-        auto weights = relay->gatherPipeline(a().stages, std::chrono::seconds(5), final ? uint64_t(finalMarker()) : 0);
-        if (!weights) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(500));
-            continue;
-        }
-        try {
-            const auto e = train::evaluateParameters(config.run.model, *weights, *config.test);
-            {
-                std::lock_guard lock(mutex);
-                progress.testAccuracy = e.accuracy;
-            }
-            char text[200];
-            std::snprintf(text, sizeof text, "%s cluster %d at step %lld: test accuracy %.2f%%, test loss %.4f",
-                          final ? "done:" : "evaluated", a().cluster + 1, (long long)step, e.accuracy * 100, e.loss);
-            say(text);
-        } catch (const Error &e) {
-            say(std::string("evaluation failed: ") + e.what());
-        }
-        return;
-    }
-    say(std::string(final ? "final " : "") + "evaluation skipped: not every stage of the pipeline answered in time");
-}
-
-void StageSession::Impl::scheduleEvaluation(bool final)
-{
-    if (evaluating.exchange(true))
-        return; // one at a time; a periodic one may be skipped
-    if (evalThread.joinable())
-        evalThread.join();
-    const int64_t step = runtime->version();
-    evalThread = std::thread([this, final, step] {
-        evaluatePipeline(final, step);
-        evaluating = false;
-    });
-}
-
-void StageSession::Impl::finish()
+void AssignedStage::Impl::finish()
 {
     const auto &run = config.run;
     // One last averaging round, so that every cluster ends with the same weights.
@@ -340,16 +298,11 @@ void StageSession::Impl::finish()
     writer->submit(runtime->state());
     writer->flush();
     noteProgress(runtime->version(), true);
-    if (root()) {
-        if (evalThread.joinable())
-            evalThread.join();
-        evaluating = true;
-        evaluatePipeline(true, runtime->version());
-        evaluating = false;
-    }
+    if (root())
+        evaluation->runFinal(runtime->version());
 }
 
-void StageSession::Impl::stageMain()
+void AssignedStage::Impl::stageMain()
 {
     transport->beginRun();
     const int64_t perStep = std::max<int64_t>(1, config.run.accumulation);
@@ -364,6 +317,16 @@ void StageSession::Impl::stageMain()
         if (result.metrics.lastLoss > 0)
             progress.loss = result.metrics.lastLoss;
     }
+    settle(result);
+    if (result.stop.kind != train::StopKind::Finished)
+        say("stage run stopped: " + result.stop.reason);
+    running = false;
+}
+
+// What the end of a run means for the phase: finishing touches after the last step;
+// a checkpoint and a wait (or a failure count) after a stop.
+void AssignedStage::Impl::settle(const train::StageRunResult &result)
+{
     switch (result.stop.kind) {
     case train::StopKind::Finished: {
         {
@@ -392,55 +355,45 @@ void StageSession::Impl::stageMain()
         break;
     }
     }
-    if (result.stop.kind != train::StopKind::Finished)
-        say("stage run stopped: " + result.stop.reason);
-    running = false;
 }
 
-StageSession::StageSession(PeerMesh &mesh, StageSessionConfig config, Callbacks callbacks)
+AssignedStage::AssignedStage(PeerMesh &mesh, AssignedStageConfig config, Callbacks callbacks)
     : d(std::make_unique<Impl>(mesh, std::move(config), std::move(callbacks)))
 {
     if (!d->config.gate || !d->config.checkpoints || !d->config.train || !d->config.test)
-        throw Error("stage session: missing gate, checkpoint store or data");
-    d->build();
+        throw Error("assigned stage: missing gate, checkpoint store or data");
+    d->buildLinks();
+    d->buildRuntime();
     d->restore();
 }
 
-StageSession::~StageSession()
+AssignedStage::~AssignedStage()
 {
-    d->closing = true; // an evaluation waiting on the other stages stops within one try (5 s)
+    if (d->evaluation)
+        d->evaluation->close(); // an evaluation waiting on the other stages stops within one try (5 s)
     d->transport->abort({train::StopKind::Cancelled, d->a().stage, "this node's assignment changed or it stops"});
     for (auto &r : d->rings)
         if (r.links)
             r.links->cancel();
+    // The stage thread may still start an evaluation: join it first.
     if (d->stageThread.joinable())
         d->stageThread.join();
-    if (d->evalThread.joinable())
-        d->evalThread.join();
+    if (d->evaluation)
+        d->evaluation->join();
     d->writer->submit(d->runtime->state());
     d->writer->flush();
 }
 
-void StageSession::deliver(const std::string &peer, net::Message &&message)
+void AssignedStage::deliver(const std::string &peer, net::Message &&message)
 {
-    if (auto *chunk = std::get_if<net::RingChunk>(&message)) {
-        for (auto &r : d->rings)
-            if (r.links && r.ref.ringId == chunk->ringId)
-                r.links->deliver(peer, std::move(*chunk));
-        return;
-    }
-    if (std::holds_alternative<net::WeightsRequest>(message) || std::holds_alternative<net::WeightsReply>(message)) {
-        d->relay->deliver(peer, std::move(message));
-        return;
-    }
-    d->transport->deliver(peer, std::move(message));
+    d->router->deliver(peer, std::move(message));
 }
 
-void StageSession::linkChanged(const std::string &peer, bool up) { d->transport->linkChanged(peer, up); }
+void AssignedStage::linkChanged(const std::string &peer, bool up) { d->router->linkChanged(peer, up); }
 
-void StageSession::writable(const std::string &peer) { d->transport->writable(peer); }
+void AssignedStage::writable(const std::string &peer) { d->router->writable(peer); }
 
-void StageSession::poke()
+void AssignedStage::poke()
 {
     {
         std::lock_guard lock(d->mutex);
@@ -459,30 +412,30 @@ void StageSession::poke()
     d->stageThread = std::thread([this] { d->stageMain(); });
 }
 
-int StageSession::failureCount() const
+int AssignedStage::failureCount() const
 {
     std::lock_guard lock(d->mutex);
     return d->failures;
 }
 
-StageSession::Phase StageSession::phase() const
+AssignedStage::Phase AssignedStage::phase() const
 {
     std::lock_guard lock(d->mutex);
     return d->phase;
 }
 
-std::string StageSession::lastStop() const
+std::string AssignedStage::lastStop() const
 {
     std::lock_guard lock(d->mutex);
     return d->lastStop;
 }
 
-StageProgress StageSession::progress() const
+StageProgress AssignedStage::progress() const
 {
     std::lock_guard lock(d->mutex);
     return d->progress;
 }
 
-const coord::Assignment &StageSession::assignment() const { return d->config.assignment; }
+const coord::Assignment &AssignedStage::assignment() const { return d->config.assignment; }
 
 } // namespace rookery::node

@@ -26,8 +26,8 @@ namespace rookery::node {
 
 class PeerMesh;
 
-/// What a stage session needs besides its assignment.
-struct StageSessionConfig
+/// What an assigned stage needs besides its assignment.
+struct AssignedStageConfig
 {
     coord::RunConfig run;
     coord::Assignment assignment;
@@ -42,7 +42,7 @@ struct StageSessionConfig
     std::chrono::milliseconds ringTimeout{20'000};
 };
 
-/// Figures a session publishes as it trains.
+/// Figures an assigned stage publishes as it trains.
 struct StageProgress
 {
     int64_t step = 0;
@@ -64,9 +64,16 @@ struct StageProgress
 /// thread calls poke() now and then to restart a run that stopped because a
 /// neighbour went away, once the neighbour is back.
 ///
+/// Its parts: a NetStageTransport to the pipeline neighbours, a NetRingLinks per ring
+/// (averaged by swarm::RingAveraging), a WeightsRelay, and at the root a
+/// PipelineEvaluation; a StageRouter sends each peer message to the right one. (Named
+/// "assigned stage", not "session": net::Session is a connection, and the transport
+/// numbers its runs as generations.)
+///
 /// Thread safety: deliver(), linkChanged() and writable() on the network thread; the
-/// rest on the control thread. Callbacks come from the stage thread.
-class StageSession
+/// rest on the control thread. Callbacks come from the stage thread (and, for messages,
+/// from the root's evaluation thread).
+class AssignedStage
 {
 public:
     struct Callbacks
@@ -80,24 +87,31 @@ public:
     /// Builds the stage and restores it: from this node's newest checkpoint of the same
     /// layers (then catches up with a ring peer's current weights), or from the peer
     /// named in the assignment's weightsFrom. Throws rookery::Error on bad settings.
-    StageSession(PeerMesh &mesh, StageSessionConfig config, Callbacks callbacks);
+    AssignedStage(PeerMesh &mesh, AssignedStageConfig config, Callbacks callbacks);
     /// Stops the run (Cancelled), joins the stage thread and checkpoints.
-    ~StageSession();
-    StageSession(const StageSession &) = delete;
-    StageSession &operator=(const StageSession &) = delete;
+    ~AssignedStage();
+    AssignedStage(const AssignedStage &) = delete;
+    AssignedStage &operator=(const AssignedStage &) = delete;
 
+    /// A message from `peer`, routed to the part it is for (StageRouter).
     void deliver(const std::string &peer, net::Message &&message);
+    /// The link to `peer` opened or closed.
     void linkChanged(const std::string &peer, bool up);
+    /// The link to `peer` has room again for sends that waited.
     void writable(const std::string &peer);
 
     /// Starts a run if none is going and the neighbours are up.
     void poke();
+    /// Where the stage stands. Finished is final; Failed lasts until poke() starts
+    /// another run.
     Phase phase() const;
-    /// Runs of this session that ended in failure (poke() starts another after each).
+    /// Runs of this stage that ended in failure (poke() starts another after each).
     int failureCount() const;
-    /// The error that failed the session, or why the last run stopped.
+    /// The error that failed the stage, or why the last run stopped.
     std::string lastStop() const;
+    /// A copy of the figures as they stand.
     StageProgress progress() const;
+    /// The assignment the stage was built for.
     const coord::Assignment &assignment() const;
 
     struct Impl;

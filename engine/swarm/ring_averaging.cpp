@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/swarm/ring_averaging.h"
+
+#include <cstring>
+
+#include "engine/common/error.h"
+
+namespace rookery::swarm {
+
+size_t layerOfParameter(const std::string &name) { return size_t(std::stoul(name.substr(0, name.find('.')))); }
+
+std::vector<float> flattenParameters(const std::vector<NamedTensor> &tensors)
+{
+    size_t count = 0;
+    for (const auto &t : tensors)
+        count += t.data.size() / sizeof(float);
+    std::vector<float> flat(count);
+    size_t at = 0;
+    for (const auto &t : tensors) {
+        std::memcpy(flat.data() + at, t.data.data(), t.data.size());
+        at += t.data.size() / sizeof(float);
+    }
+    return flat;
+}
+
+void unflattenParameters(std::span<const float> values, std::vector<NamedTensor> &tensors)
+{
+    size_t count = 0;
+    for (const auto &t : tensors)
+        count += t.data.size() / sizeof(float);
+    if (count != values.size())
+        throw Error("ring averaging: " + std::to_string(values.size()) + " values for parameters holding " +
+                    std::to_string(count));
+    size_t at = 0;
+    for (auto &t : tensors) {
+        std::memcpy(t.data.data(), values.data() + at, t.data.size());
+        at += t.data.size() / sizeof(float);
+    }
+}
+
+RingAveraging::RingAveraging(std::chrono::milliseconds timeout)
+    : m_timeout(timeout)
+{ }
+
+RingAveraging::Outcome RingAveraging::average(std::vector<NamedTensor> parameters, const RingPlace &place,
+                                              int64_t round, RingLinks &links)
+{
+    Outcome outcome;
+    for (auto &p : parameters)
+        if (const size_t l = layerOfParameter(p.name); l >= place.firstLayer && l < place.lastLayer)
+            outcome.parameters.push_back(std::move(p));
+    std::vector<float> flat = flattenParameters(outcome.parameters);
+    const uint64_t id = uint64_t(round + m_roundOffset);
+    outcome.result = ringAllReduceAverage(flat, place.rank, place.size, id, links, m_timeout);
+    if (outcome.result.newerRound > id)
+        m_roundOffset += int64_t(outcome.result.newerRound - id); // we were behind: meet the others next time
+    if (outcome.result.complete)
+        unflattenParameters(flat, outcome.parameters);
+    return outcome;
+}
+
+} // namespace rookery::swarm

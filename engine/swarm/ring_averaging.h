@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/common/named_tensor.h"
+#include "engine/swarm/ring_allreduce.h"
+
+namespace rookery::swarm {
+
+/// Where a stage sits in one ring: the layers the ring averages and the member's place.
+struct RingPlace
+{
+    size_t firstLayer = 0; ///< the ring averages layers [firstLayer, lastLayer)
+    size_t lastLayer = 0;
+    int rank = 0; ///< this member's place in the ring
+    int size = 1; ///< members in the ring
+};
+
+/// The bookkeeping around ringAllReduceAverage for a stage that averages its parameters
+/// with one or more rings: picks the parameters of a ring's layers (named "<layer>.<what>",
+/// by global layer index), flattens them into one float vector in their order, averages
+/// it, and writes the result back into the tensors.
+///
+/// Round numbers: the caller numbers rounds by its optimizer step (step / interval), so
+/// the members of a ring agree without talking. A member that resumed behind its ring
+/// (a restart from an older checkpoint) would never meet the others, so when a round
+/// shows a neighbour already in a later one, the member adopts the difference as an
+/// offset and meets the ring at its next round. One offset serves all rings of a stage,
+/// as its rings follow the same steps.
+///
+/// Thread safety: one thread at a time (the stage thread averages between steps).
+class RingAveraging
+{
+public:
+    /// The outcome of averaging one ring.
+    struct Outcome
+    {
+        RingResult result;                   ///< complete, or why not
+        std::vector<NamedTensor> parameters; ///< the ring's parameters; averaged when complete
+    };
+
+    /// `timeout`: how long a ring step waits for the previous member before the round
+    /// is abandoned.
+    explicit RingAveraging(std::chrono::milliseconds timeout);
+
+    /// Averages the parameters of `place`'s layers among `parameters` (a stage's
+    /// parameters; float32) with the ring behind `links`, as round `round` (offset as
+    /// described above). When the round is not complete, the returned parameters hold
+    /// the values they had. Every parameter name must start with its layer index.
+    Outcome average(std::vector<NamedTensor> parameters, const RingPlace &place, int64_t round, RingLinks &links);
+
+    /// The offset added to round numbers so far (0 unless this member was behind).
+    int64_t roundOffset() const { return m_roundOffset; }
+
+private:
+    std::chrono::milliseconds m_timeout;
+    int64_t m_roundOffset = 0;
+};
+
+/// The global layer index of a parameter name: 3 for "3.weight". Throws
+/// std::invalid_argument for a name that does not start with one.
+size_t layerOfParameter(const std::string &name);
+
+/// The float32 values of `tensors` one after the other, in their order. (Stage
+/// parameters are float32; the bytes are taken as such.)
+std::vector<float> flattenParameters(const std::vector<NamedTensor> &tensors);
+
+/// Writes `values` (as flattenParameters() laid them out) back into `tensors`. Throws
+/// rookery::Error when the counts differ.
+void unflattenParameters(std::span<const float> values, std::vector<NamedTensor> &tensors);
+
+} // namespace rookery::swarm
