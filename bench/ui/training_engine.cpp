@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "engine/common/wall_clock.h"
 #include "engine/device/compute_threads.h"
 #include "engine/device/thread_config.h"
 #include "engine/device/thread_priority.h"
@@ -12,13 +13,7 @@
 namespace rookery::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-int64_t nowMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
+using SteadyClock = std::chrono::steady_clock;
 
 /// A swarm around this node, so that the peer graph has something to draw and update.
 void addSwarm(node::EngineSnapshot &s)
@@ -93,7 +88,7 @@ void TrainingEngine::train()
     config.optimizer.learningRate = 0.05;
     config.optimizer.momentum = 0.9;
     train::Trainer trainer(config, m_train);
-    const auto begin = Clock::now();
+    const auto begin = SteadyClock::now();
     auto lastPublish = begin, lastEvent = begin;
     node::TrainingView view;
     view.totalSteps = 1'000'000;
@@ -115,7 +110,7 @@ void TrainingEngine::train()
         }
         m_samples += step.samples;
         samplesSincePublish += step.samples;
-        const auto now = Clock::now();
+        const auto now = SteadyClock::now();
         m_seconds = std::chrono::duration<double>(now - begin).count();
         const double sincePublish = std::chrono::duration<double>(now - lastPublish).count();
         if (sincePublish >= 0.25) {

@@ -10,6 +10,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
+#include "engine/common/wall_clock.h"
 #include "engine/control/control_client.h"
 #include "engine/control/control_files.h"
 #include "engine/control/snapshot_json.h"
@@ -20,14 +21,6 @@ namespace {
 using Level = node::EngineEvent::Level;
 
 constexpr size_t kMaxEvents = 1024;
-constexpr const char *kAttached = "this window is attached to a headless node, which trains what it was started "
-                                  "with; restart rookery-node with other options to change that";
-
-int64_t unixMillis()
-{
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 // The "error" member of a JSON error body, else the body itself.
 std::string errorText(const HttpReply &reply)
@@ -97,11 +90,14 @@ struct RemoteEngine::Impl
         wake.notify_all();
     }
 
-    void refuse(ResultCallback done)
+    /// A command with a result: sent in order on the worker, the node's answer to `done`.
+    void send(std::string method, std::string path, std::string body, ResultCallback done)
     {
-        post([done = std::move(done)] {
+        post([this, method = std::move(method), path = std::move(path), body = std::move(body),
+              done = std::move(done)]() mutable {
+            const std::string error = command(method, path, std::move(body));
             if (done)
-                done(kAttached);
+                done(error);
         });
     }
 
@@ -120,7 +116,7 @@ struct RemoteEngine::Impl
     {
         {
             std::lock_guard lock(mutex);
-            events.push_back({unixMillis(), level, "control", message});
+            events.push_back({nowMs(), level, "control", message});
             if (events.size() > kMaxEvents)
                 events.pop_front();
         }
@@ -211,7 +207,7 @@ void RemoteEngine::Impl::poll()
             }
             if (!connected)
                 events.push_back(
-                    {unixMillis(), Level::Info, "control", "attached to the headless node at " + target.describe()});
+                    {nowMs(), Level::Info, "control", "attached to the headless node at " + target.describe()});
             connected = true;
             for (const auto &e : p.events)
                 events.push_back(e);
@@ -240,7 +236,7 @@ void RemoteEngine::Impl::lost(const std::string &why)
         snapshot.lastError = why;
         snapshot.running = false;
         ++snapshot.sequence;
-        events.push_back({unixMillis(), Level::Warning, "control",
+        events.push_back({nowMs(), Level::Warning, "control",
                           (wasConnected ? "lost the headless node: " : "cannot attach to the headless node: ") + why});
     }
     notify();
@@ -304,20 +300,19 @@ void RemoteEngine::setConsent(bool given)
         pause();
 }
 
-void RemoteEngine::startLocal(ResultCallback done) { d->refuse(std::move(done)); }
+void RemoteEngine::startLocal(ResultCallback done) { d->send("POST", "/v1/local", {}, std::move(done)); }
 
-void RemoteEngine::joinSwarm(const std::string &, ResultCallback done) { d->refuse(std::move(done)); }
-
-void RemoteEngine::startDemoSwarm(int, ResultCallback done) { d->refuse(std::move(done)); }
-
-void RemoteEngine::stopTraining(ResultCallback done)
+void RemoteEngine::joinSwarm(const std::string &address, ResultCallback done)
 {
-    d->post([impl = d.get(), done = std::move(done)] {
-        const std::string error = impl->command("POST", "/v1/stop");
-        if (done)
-            done(error);
-    });
+    d->send("POST", "/v1/join", toJson(std::map<std::string, std::string>{{"address", address}}), std::move(done));
 }
+
+void RemoteEngine::startDemoSwarm(int nodes, ResultCallback done)
+{
+    d->send("POST", "/v1/demo-swarm?nodes=" + std::to_string(nodes), {}, std::move(done));
+}
+
+void RemoteEngine::stopTraining(ResultCallback done) { d->send("POST", "/v1/stop", {}, std::move(done)); }
 
 void RemoteEngine::pause()
 {
@@ -360,9 +355,15 @@ void RemoteEngine::applyGovernorSettings(const std::map<std::string, std::string
     });
 }
 
-void RemoteEngine::resumeCheckpoint(int64_t, ResultCallback done) { d->refuse(std::move(done)); }
+void RemoteEngine::resumeCheckpoint(int64_t id, ResultCallback done)
+{
+    d->send("POST", "/v1/checkpoints/resume?id=" + std::to_string(id), {}, std::move(done));
+}
 
-void RemoteEngine::deleteCheckpoint(int64_t, ResultCallback done) { d->refuse(std::move(done)); }
+void RemoteEngine::deleteCheckpoint(int64_t id, ResultCallback done)
+{
+    d->send("POST", "/v1/checkpoints/delete?id=" + std::to_string(id), {}, std::move(done));
+}
 
 node::EngineSnapshot RemoteEngine::snapshot() const
 {

@@ -29,17 +29,17 @@ struct RemoteTarget
     static RemoteTarget parse(const std::string &text, const std::string &tokenFile = {});
 };
 
-/// The engine of a headless rookery-node running on this machine, driven over its local
-/// control API (engine/control/node_control.h): what the desktop app uses when started
-/// with --attach instead of an engine of its own.
+/// The engine of a rookery-node running on this machine, driven over its local control
+/// API (engine/control/engine_control.h), whose routes are EngineApi's methods: what the
+/// desktop app uses when started with --attach instead of an engine of its own.
 ///
 /// A worker thread polls the node's status and events every poll interval and sends
 /// the commands, in order, as they are queued; nothing the caller does waits on the
-/// network. What maps onto the node: pause, resume, snooze, the governor's settings,
-/// and stopTraining (the node checkpoints and exits). Withdrawing consent pauses the
-/// node. Starting other work and the checkpoint list's commands are refused with a
-/// sentence: the node trains what it was started with. When the node cannot be reached
-/// or refuses the token, the snapshot says so in lastError and the worker keeps trying.
+/// network. Every command maps onto its route and the node answers it; rookery-node
+/// refuses starting other work with a sentence (it trains what it was started with),
+/// and its job's end ends the process. Withdrawing consent pauses the node: its
+/// operator consented by starting it. When the node cannot be reached or refuses the
+/// token, the snapshot says so in lastError and the worker keeps trying.
 ///
 /// Thread safety: as EngineApi; callbacks and the notifier come from the worker thread.
 class RemoteEngine final : public node::EngineApi

@@ -23,7 +23,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AssignmentView, mode, swarm, clu
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GovernorView, state, reason, pausedByUser, snoozedUntilMs, cpuPercent,
                                                 cores)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainingView, step, totalSteps, loss, samplesPerSecond, testAccuracy,
-                                                etaSeconds, staleness)
+                                                etaSeconds, staleness, ringRounds, ringSkipped)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ContributionView, samplesToday, samplesTotal, computeHoursToday,
                                                 computeHoursTotal)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PeerView, id, name, cluster, stage, state, samplesPerSecond, self)

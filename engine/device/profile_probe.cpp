@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "engine/common/wall_clock.h"
 #include "engine/device/compute_threads.h"
 #include "engine/device/hardware_info.h"
 #include "engine/device/process_usage.h"
@@ -99,12 +100,6 @@ std::vector<GpuInfo> cudaDevices()
     for (size_t i = 0; i < torch::cuda::device_count(); ++i)
         gpus.push_back(cudaDeviceInfo(int(i)));
     return gpus;
-}
-
-int64_t nowMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
+#include "engine/common/wall_clock.h"
 #include "engine/device/profile_probe.h"
 #include "engine/store/profile_cache.h"
 
@@ -60,10 +61,7 @@ ProfileLookup loadCapabilityProfile(const std::filesystem::path &dataDir, bool r
     ensurePrivateDirectory(dataDir);
     store::ProfileCache cache(dataDir / "rookery.db");
     const CapabilityProfile hardware = readHardwareProfile(dataDir);
-    const int64_t now =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    return cachedOrMeasured(cache, hardware, now, remeasure, [&] { return measureCapabilityProfile(dataDir); });
+    return cachedOrMeasured(cache, hardware, nowMs(), remeasure, [&] { return measureCapabilityProfile(dataDir); });
 }
 
 } // namespace rookery::device

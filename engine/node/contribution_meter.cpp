@@ -2,17 +2,13 @@
 #include "engine/node/contribution_meter.h"
 
 #include "engine/common/log.h"
+#include "engine/common/wall_clock.h"
 #include "engine/device/process_usage.h"
 
 namespace rookery::node {
 namespace {
 
-std::string today()
-{
-    using namespace std::chrono;
-    return store::ContributionStore::localDay(
-        duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
-}
+std::string today() { return store::ContributionStore::localDay(nowMs()); }
 
 } // namespace
 

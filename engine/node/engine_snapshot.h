@@ -36,7 +36,7 @@ struct AssignmentView
     int stageCount = 0;
     std::string role;                ///< "root", "middle", "leaf", "whole model"
     std::vector<std::string> layers; ///< "Linear(784->512)", ...
-    std::string model;
+    std::string model; ///< the model's name: "mlp", "cnn"
     bool operator==(const AssignmentView &) const = default;
 };
 
@@ -60,7 +60,9 @@ struct TrainingView
     double samplesPerSecond = 0;
     double testAccuracy = -1; ///< -1 until evaluated
     double etaSeconds = -1;
-    double staleness = 0; ///< mean optimizer versions between forward and backward
+    double staleness = 0;    ///< mean optimizer versions between forward and backward
+    int64_t ringRounds = 0;  ///< swarm: averaging rounds completed by this process
+    int64_t ringSkipped = 0; ///< swarm: rounds abandoned (a member away or silent)
     bool operator==(const TrainingView &) const = default;
 };
 

@@ -48,11 +48,6 @@ std::vector<std::string> layerNames(const model::ModelSpec &spec, size_t first, 
     return names;
 }
 
-std::string modelDescription(const model::ModelSpec &spec)
-{
-    return spec.name + ", " + format::count(model::parameterCount(spec)) + " parameters";
-}
-
 std::string stageRole(int stage, int stages)
 {
     if (stages <= 1)

@@ -26,8 +26,6 @@ DeviceView deviceView(const device::CapabilityProfile &profile, bool measured);
 CheckpointView checkpointView(const store::CheckpointInfo &info);
 /// "Linear(784->512)", ... for layers [first, last) of `spec` (all when last is 0).
 std::vector<std::string> layerNames(const model::ModelSpec &spec, size_t first = 0, size_t last = 0);
-/// "mlp, 669,706 parameters".
-std::string modelDescription(const model::ModelSpec &spec);
 /// "root", "middle", "leaf", or "whole model" for a pipeline of one.
 std::string stageRole(int stage, int stages);
 

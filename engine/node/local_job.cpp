@@ -27,7 +27,7 @@ AssignmentView localAssignment(const LocalRunSettings &s)
     a.stageCount = 1;
     a.role = stageRole(0, 1);
     a.layers = layerNames(spec);
-    a.model = modelDescription(spec);
+    a.model = spec.name; // as a swarm's status names it
     return a;
 }
 
@@ -40,15 +40,20 @@ std::string percent(double fraction)
 
 } // namespace
 
-LocalJob::LocalJob(LocalRunSettings settings, int64_t startStep, Events events)
+LocalJob::LocalJob(LocalRunSettings settings, int64_t startStep, JobConsole console, bool lowerPriority, Events events)
     : TrainingJob(std::move(events))
     , m_settings(std::move(settings))
     , m_assignment(localAssignment(m_settings))
+    , m_console(std::move(console))
+    , m_lowerPriority(lowerPriority)
 {
+    const LocalRun::Callbacks &out = m_console.wholeModel;
     m_progress.step = startStep;
     m_progress.totalSteps = m_settings.steps;
     LocalRun::Callbacks c;
-    c.message = [this](const std::string &text) {
+    c.message = [this, &out](const std::string &text) {
+        if (out.message)
+            out.message(text);
         reportStarted(""); // the run speaks once its data and database are loaded
         constexpr std::string_view kGovernor = "governor: ";
         if (text.rfind(kGovernor, 0) == 0)
@@ -56,19 +61,26 @@ LocalJob::LocalJob(LocalRunSettings settings, int64_t startStep, Events events)
         else
             say(Level::Info, "train", text);
     };
-    c.progress = [this](const LocalRunProgress &p) {
+    c.progress = [this, &out](const LocalRunProgress &p) {
+        if (out.progress)
+            out.progress(p);
         reportStarted("");
         std::lock_guard lock(m_mutex);
         m_progress = p;
     };
-    c.evaluated = [this](int64_t step, const train::EvalMetrics &e) {
+    c.evaluated = [this, &out](int64_t step, const train::EvalMetrics &e) {
+        if (out.evaluated)
+            out.evaluated(step, e);
         {
             std::lock_guard lock(m_mutex);
             m_testAccuracy = e.accuracy;
         }
         say(Level::Info, "train", "step " + std::to_string(step) + ": test accuracy " + percent(e.accuracy));
     };
-    c.checkpointSaved = [this](int64_t step) {
+    c.checkpointStarted = out.checkpointStarted;
+    c.checkpointSaved = [this, &out](int64_t step) {
+        if (out.checkpointSaved)
+            out.checkpointSaved(step);
         say(Level::Info, "store", "checkpoint saved at step " + std::to_string(step));
         reportCheckpoint();
     };
@@ -85,9 +97,12 @@ LocalJob::~LocalJob()
 
 void LocalJob::main()
 {
-    device::lowerCallingThreadPriority(); // torch's OpenMP workers start from here and inherit it
+    if (m_lowerPriority)
+        device::lowerCallingThreadPriority(); // torch's OpenMP workers start from here and inherit it
     try {
         const LocalRunSummary s = m_run->run(&m_stop);
+        if (m_console.wholeModelDone)
+            m_console.wholeModelDone(s);
         {
             std::lock_guard lock(m_mutex); // where it stopped, whenever the last report was
             m_progress.step = s.endStep;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/node/job_console.h"
 #include "engine/node/local_run.h"
 #include "engine/node/training_job.h"
 
@@ -21,9 +22,10 @@ class LocalJob final : public TrainingJob
 {
 public:
     /// `startStep`: where the run resumes (its newest checkpoint's step; 0 when fresh),
-    /// shown until the first progress report. Throws rookery::Error for invalid
+    /// shown until the first progress report. `console` hears the run as well (rookery-node
+    /// prints it); `lowerPriority` runs it at nice 19. Throws rookery::Error for invalid
     /// settings; the thread starts only after that.
-    LocalJob(LocalRunSettings settings, int64_t startStep, Events events);
+    LocalJob(LocalRunSettings settings, int64_t startStep, JobConsole console, bool lowerPriority, Events events);
     ~LocalJob() override;
 
     void requestStop() override;
@@ -38,6 +40,8 @@ private:
 
     const LocalRunSettings m_settings;
     const AssignmentView m_assignment;
+    const JobConsole m_console;
+    const bool m_lowerPriority;
     std::unique_ptr<LocalRun> m_run;
     std::atomic<bool> m_stop{false};
 

@@ -3,12 +3,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/node/engine_api.h"
-#include "engine/node/local_run.h"
+#include "engine/node/job_console.h"
 
 namespace rookery::node {
 
@@ -24,19 +25,39 @@ struct DemoSwarmSettings
     std::vector<std::string> nodeArgs = {"--max-cores", "1"}; ///< for the child nodes
 };
 
-/// Where the in-process engine keeps things and what it trains.
+/// Where the engine keeps things, what it trains, and how its host wants it run.
 struct NodeEngineSettings
 {
     std::filesystem::path dataDir;    ///< rookery.db (checkpoints, profile, contribution), identity, demo swarm
     std::filesystem::path datasetDir; ///< Fashion-MNIST's .gz files
     std::filesystem::path binDir;     ///< rookery-node and rookery-coordinator; empty: next to this program
-    /// startLocal's run. Its dataDir, datasetDir and governor are the engine's; `steps`
-    /// is how far a run goes, and a run that got there trains that many steps further.
+    /// startLocal's run. Its dataDir, datasetDir and governor are the engine's.
     LocalRunSettings local;
+    /// A run already at `local.steps` trains that many steps further (the desktop's
+    /// "start"), instead of saying it is complete (rookery-node's --steps).
+    bool extendFinishedRuns = true;
+    /// joinSwarm's node. Its coordinator, dataDir, datasetDir and governor are the engine's.
+    SwarmNodeSettings swarm = desktopSwarmNode();
+    /// The coordinator's status API port, for the peer graph; 0: the coordinator's port + 1.
+    uint16_t statusPort = 0;
     DemoSwarmSettings demo;
-    std::string nodeName = "desktop"; ///< how other nodes of a swarm see this one
+    device::GovernorSettings governor; ///< the limits in force when the engine starts
+    /// Measure the capability profile when consent is given (the desktop shows it); a
+    /// swarm node measures it anyway before it registers.
+    bool measureAtConsent = true;
+    /// Jobs train at nice 19, as a desktop app's background work should; a headless
+    /// node leaves its priority to its service manager.
+    bool lowerJobPriority = true;
+    JobConsole console;
     std::chrono::milliseconds publishInterval{250};
     std::chrono::seconds contributionFlushInterval{10};
+
+    static SwarmNodeSettings desktopSwarmNode()
+    {
+        SwarmNodeSettings s;
+        s.name = "desktop"; // how other nodes of a swarm see this one
+        return s;
+    }
 };
 
 /// The training engine in the desktop app's process: consent, local training

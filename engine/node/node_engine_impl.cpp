@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/common/paths.h"
+#include "engine/common/wall_clock.h"
 #include "engine/device/profile_probe.h"
 #include "engine/device/profile_service.h"
 #include "engine/node/engine_views.h"
@@ -20,12 +21,6 @@ using ResultCallback = EngineApi::ResultCallback;
 
 constexpr size_t kMaxEvents = 1000;
 constexpr auto kCheckpointRefresh = std::chrono::seconds(5);
-
-int64_t nowMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 int64_t newestStep(store::CheckpointStore &store, const std::string &run)
 {
@@ -184,7 +179,7 @@ void NodeEngine::Impl::tick()
 
 void NodeEngine::Impl::ensureProfile()
 {
-    if (profileMeasured)
+    if (profileMeasured || !settings.measureAtConsent)
         return;
     say(Level::Info, "device", "measuring this computer's speed (once; a few seconds)");
     publish(true);
@@ -285,6 +280,8 @@ void NodeEngine::Impl::onJobFinished(uint64_t generation, const std::string &out
         noteError("train", "training stopped: " + outcome);
     else
         say(Level::Info, "train", "training ended: " + outcome);
+    if (settings.console.ended)
+        settings.console.ended(outcome, failed);
     checkpointsDirty = true;
     for (auto &done : std::exchange(stopWaiters, {}))
         done(failed ? outcome : std::string());
@@ -308,14 +305,18 @@ void NodeEngine::Impl::beginLocal(const std::string &run, ResultCallback done)
         done(e.what());
         return;
     }
-    if (from >= s.steps) {
+    if (from >= s.steps && settings.extendFinishedRuns) {
         s.steps = from + settings.local.steps;
         say(Level::Info, "train",
             "run '" + run + "' is at step " + std::to_string(from) + ": training " +
                 std::to_string(settings.local.steps) + " steps further");
     }
     localActive = true;
-    begin([&](TrainingJob::Events e) { return std::make_unique<LocalJob>(s, from, std::move(e)); }, std::move(done));
+    begin(
+        [&](TrainingJob::Events e) {
+            return std::make_unique<LocalJob>(s, from, settings.console, settings.lowerJobPriority, std::move(e));
+        },
+        std::move(done));
 }
 
 void NodeEngine::Impl::beginFromCheckpoint(const store::CheckpointInfo &info, ResultCallback done)
@@ -340,8 +341,8 @@ void NodeEngine::Impl::beginFromCheckpoint(const store::CheckpointInfo &info, Re
 void NodeEngine::Impl::beginSwarm(const std::string &address, int demoNodes, ResultCallback done)
 {
     SwarmJobSettings js;
+    js.node = settings.swarm;
     js.node.coordinator = address;
-    js.node.name = settings.nodeName;
     js.node.dataDir = settings.dataDir;
     js.node.datasetDir = settings.datasetDir;
     js.node.governor = governor.settings();
@@ -359,6 +360,9 @@ void NodeEngine::Impl::beginSwarm(const std::string &address, int demoNodes, Res
         demo.nodeArgs = settings.demo.nodeArgs;
         js.demo = std::move(demo);
     }
+    js.statusPort = settings.statusPort;
+    js.console = settings.console;
+    js.lowerPriority = settings.lowerJobPriority;
     localActive = false;
     begin([&](TrainingJob::Events e) { return std::make_unique<SwarmJob>(std::move(js), std::move(e)); },
           std::move(done));

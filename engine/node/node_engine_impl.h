@@ -40,7 +40,9 @@ struct NodeEngine::Impl
 
     explicit Impl(NodeEngineSettings s)
         : settings(std::move(s))
-    { }
+    {
+        governor.setSettings(settings.governor); // checked by the host; throws rookery::Error if not
+    }
 
     const NodeEngineSettings settings;
     device::Governor governor; // the policy for every job: settings, pause and snooze

@@ -3,12 +3,9 @@
 
 #include <condition_variable>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "engine/common/error.h"
-#include "engine/node/engine_views.h"
-#include "engine/store/checkpoint_store.h"
 
 namespace rookery::node {
 
@@ -19,7 +16,6 @@ struct NodeStatusFeed::Impl
     std::mutex mutex;
     std::condition_variable wake;
     bool stopping = false;
-    std::optional<store::CheckpointStore> store;
     std::string lastProblem;
     std::thread thread;
 
@@ -27,7 +23,6 @@ struct NodeStatusFeed::Impl
     {
         for (;;) {
             std::string problem;
-            readCheckpoints(problem);
             readSwarm(problem);
             if (problem != lastProblem && callbacks.problem)
                 callbacks.problem(problem);
@@ -35,22 +30,6 @@ struct NodeStatusFeed::Impl
             std::unique_lock lock(mutex);
             if (wake.wait_for(lock, settings.interval, [this] { return stopping; }))
                 return;
-        }
-    }
-
-    void readCheckpoints(std::string &problem)
-    {
-        if (!callbacks.checkpoints)
-            return;
-        try {
-            if (!store) // the node opened (and migrated) the database before this starts
-                store.emplace(settings.database);
-            std::vector<CheckpointView> views;
-            for (const auto &info : store->list())
-                views.push_back(checkpointView(info));
-            callbacks.checkpoints(std::move(views));
-        } catch (const std::exception &e) {
-            problem = std::string("cannot list the checkpoints: ") + e.what();
         }
     }
 

@@ -8,6 +8,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
+#include "engine/common/wall_clock.h"
 #include "engine/device/governor.h"
 #include "engine/device/thread_priority.h"
 #include "engine/net/coordinator_address.h"
@@ -19,13 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Level = EngineEvent::Level;
-
-// "status: https://127.0.0.1:40123/v1/status", as rookery-coordinator prints it.
-int64_t nowMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 std::string outcomeOf(const SwarmNodeSummary &s)
 {
@@ -117,7 +111,8 @@ void SwarmJob::setGovernorSettings(const device::GovernorSettings &settings)
 void SwarmJob::main()
 {
     // The demo swarm's processes and the node's threads inherit this priority.
-    device::lowerCallingThreadPriority();
+    if (m_settings.lowerPriority)
+        device::lowerCallingThreadPriority();
     std::string outcome;
     bool failed = false;
     try {
@@ -141,7 +136,7 @@ void SwarmJob::main()
             m_address = address;
             m_selfId = selfId;
             if (!m_settings.demo) // the coordinator's default: its status API one port above
-                m_statusPort = uint16_t(parsed.port + 1);
+                m_statusPort = m_settings.statusPort ? m_settings.statusPort : uint16_t(parsed.port + 1);
         }
         outcome = supervise(swarm.get(), failed);
         if (swarm) {
@@ -171,14 +166,22 @@ std::string SwarmJob::supervise(LocalSwarm *swarm, bool &failed)
         return "stopped on request";
     {
         SwarmNode::Callbacks callbacks;
-        callbacks.message = [this](const std::string &text) {
+        const SwarmNode::Callbacks &out = m_settings.console.swarm;
+        callbacks.message = [this, &out](const std::string &text) {
+            if (out.message)
+                out.message(text);
             reportStarted(""); // it speaks once its data, database and identity are loaded
             say(Level::Info, "swarm", text);
         };
-        callbacks.progress = [this](const StageProgress &p) {
+        callbacks.progress = [this, &out](const StageProgress &p) {
+            if (out.progress)
+                out.progress(p);
             std::lock_guard lock(m_mutex);
-            if (p.samplesTotal < m_progress.samplesTotal) // a new stage session counts from 0
+            if (p.samplesTotal < m_progress.samplesTotal) { // a new stage session counts from 0
                 m_samplesBefore += m_progress.samplesTotal;
+                m_ringRoundsBefore += m_progress.ringRounds;
+                m_ringSkippedBefore += m_progress.ringSkipped;
+            }
             m_progress = p;
             m_progressAt = Clock::now();
         };
@@ -193,9 +196,12 @@ std::string SwarmJob::supervise(LocalSwarm *swarm, bool &failed)
             m_node->governor().snooze(std::chrono::minutes((left + 59'999) / 60'000));
     }
     m_nodeThread = std::thread([this] {
-        device::lowerCallingThreadPriority();
+        if (m_settings.lowerPriority)
+            device::lowerCallingThreadPriority();
         try {
             const SwarmNodeSummary summary = m_node->run(&m_stop);
+            if (m_settings.console.swarmDone)
+                m_settings.console.swarmDone(summary);
             std::lock_guard lock(m_mutex);
             m_nodeSummary = summary;
         } catch (const std::exception &e) {
@@ -300,6 +306,8 @@ JobView SwarmJob::view() const
     t.samplesPerSecond = v.computing ? m_progress.samplesPerSecond : 0;
     t.testAccuracy = m_progress.testAccuracy;
     t.staleness = m_progress.staleness;
+    t.ringRounds = m_ringRoundsBefore + m_progress.ringRounds;
+    t.ringSkipped = m_ringSkippedBefore + m_progress.ringSkipped;
     v.samplesDone = m_samplesBefore + m_progress.samplesTotal;
     if (!held && !v.computing) {
         // A stage that made no step lately waits for its neighbours, or, at nice 19 on a

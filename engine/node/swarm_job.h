@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/node/job_console.h"
 #include "engine/node/local_swarm.h"
 #include "engine/node/node_status_feed.h"
 #include "engine/node/swarm_node.h"
@@ -26,6 +27,9 @@ struct SwarmJobSettings
     /// processes) and joins it; the app's node is one more member.
     std::optional<LocalSwarmSettings> demo;
     std::chrono::milliseconds statusInterval{2000}; ///< how often to read the coordinator's status
+    uint16_t statusPort = 0;   ///< the coordinator's status API; 0: its port + 1 (the demo's: as it prints)
+    JobConsole console;        ///< hears the node as well (rookery-node prints it)
+    bool lowerPriority = true; ///< nice 19 for the node's threads and the demo's processes
 };
 
 /// This machine as a node of a swarm: a SwarmNode on a thread of its own, supervised by
@@ -70,7 +74,10 @@ private:
     std::string m_nodeError;
     StageProgress m_progress;
     std::chrono::steady_clock::time_point m_progressAt{};
-    int64_t m_samplesBefore = 0; // samples of earlier stage sessions
+    // Counts of earlier stage sessions: a new one counts from 0 again.
+    int64_t m_samplesBefore = 0;
+    int64_t m_ringRoundsBefore = 0;
+    int64_t m_ringSkippedBefore = 0;
     std::optional<SwarmStatusView> m_status;
     // What the user asked for before the node existed (the demo swarm takes a while to
     // start), applied to its governor when it is made.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/common/error.h"
+#include "engine/common/wall_clock.h"
 #include "engine/store/schema.h"
 #include "engine/store/sqlite_db.h"
 
@@ -29,12 +30,6 @@ std::vector<int64_t> shapeFromText(const std::string &text)
     while (std::getline(in, part, ','))
         shape.push_back(std::stoll(part));
     return shape;
-}
-
-int64_t nowMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 void insertTensors(Database &db, int64_t id, TensorKind kind, const std::vector<NamedTensor> &tensors)

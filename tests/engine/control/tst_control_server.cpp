@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The local control API in one process: the server's door (token, loopback, Host
-// header), the token and port files, and a node's routes over a real governor, as the
-// desktop app's client reaches them.
+// header), the token and port files, the routes over an engine, and RemoteEngine, their
+// mirror, as the desktop app attaches with it.
 #include <QtTest>
 
 #include <sys/stat.h>
@@ -14,13 +14,17 @@
 
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
+#include "engine/common/version.h"
 #include "engine/control/control_client.h"
 #include "engine/control/control_files.h"
 #include "engine/control/control_server.h"
-#include "engine/control/node_control.h"
+#include "engine/control/engine_control.h"
+#include "engine/control/remote_engine.h"
 #include "engine/control/snapshot_json.h"
-#include "engine/device/governor.h"
+#include "tests/fakes/fake_engine.h"
+#include "tests/support/command_result.h"
 #include "tests/support/prometheus_parse.h"
+#include "tests/support/test_support.h"
 
 using namespace rookery;
 using namespace std::chrono_literals;
@@ -28,6 +32,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr const char *kToken = "0123456789abcdef0123456789abcdef";
+constexpr const char *kAddress = "wss://127.0.0.1:7400/\x23sha256=ab"; // \x23: moc misreads a "#"
 
 control::ControlServerConfig config()
 {
@@ -56,13 +61,6 @@ int rawStatus(uint16_t port, const std::string &host, const std::string &authori
     http::response<http::string_body> res;
     http::read(stream, buffer, res);
     return int(res.result_int());
-}
-
-device::GovernorEnvironment quietEnvironment()
-{
-    device::GovernorEnvironment e; // no idle, power or memory sources: nothing but the user holds work
-    e.cores = 1;
-    return e;
 }
 
 } // namespace
@@ -164,63 +162,157 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, control::readToken(d / control::kTokenFileName));
     }
 
-    void nodeRoutesDriveTheGovernor()
+    // The routes are EngineApi's methods: each reaches the engine, and what it answers
+    // comes back as HTTP.
+    void routesDriveTheEngine()
     {
-        device::Governor governor({}, quietEnvironment());
-        bool stopAsked = false;
-        control::NodeControl node("local", [&stopAsked] { stopAsked = true; });
-        node.setGovernor(&governor);
-        node.setRunning(true);
-        control::ControlServer server(config(), [&node](const control::ControlRequest &r) { return node.handle(r); });
+        test::FakeEngine engine;
+        engine.setConsent(true);
+        control::EngineControl routes(engine);
+        control::ControlServer server(config(),
+                                      [&routes](const control::ControlRequest &r) { return routes.handle(r); });
         control::ControlClient client("127.0.0.1", server.port(), kToken);
 
         auto paused = client.request("POST", "/v1/pause");
         QCOMPARE(paused.status, 200);
         QCOMPARE(control::snapshotFromJson(paused.body).governor.state, std::string("paused"));
-        QCOMPARE(governor.status().state, device::GovernorState::Paused);
-        QVERIFY(governor.status().pausedByUser);
+        QVERIFY(engine.state().governor.pausedByUser);
         QCOMPARE(client.request("GET", "/v1/pause").status, 405);
         QCOMPARE(client.request("POST", "/v1/resume").status, 200);
-        QCOMPARE(governor.status().state, device::GovernorState::Running);
+        QCOMPARE(engine.state().governor.state, std::string("running"));
         QCOMPARE(client.request("POST", "/v1/snooze?minutes=0").status, 400);
         QCOMPARE(client.request("POST", "/v1/snooze?minutes=5").status, 200);
-        QVERIFY(governor.status().snoozedUntilMs > 0);
+        QVERIFY(engine.received("snooze:5"));
 
-        const auto before = governor.settings();
-        QCOMPARE(client.request("PUT", "/v1/governor/settings", R"({"active.cpu-percent": 0})").status, 400);
-        QVERIFY(governor.settings() == before); // whole or not at all
+        engine.settingsError = "governor setting 'active.cpu-percent' must be between 1 and 100, not 0";
+        const auto refused = client.request("PUT", "/v1/governor/settings", R"({"active.cpu-percent": 0})");
+        QCOMPARE(refused.status, 400);
+        QVERIFY2(refused.body.find("active.cpu-percent") != std::string::npos, refused.body.c_str());
+        QVERIFY(engine.governorSettings().empty()); // whole or not at all
+        engine.settingsError.clear();
         QCOMPARE(client.request("PUT", "/v1/governor/settings", R"({"active.cpu-percent": 40})").status, 200);
-        QCOMPARE(governor.settings().whenActive.cpuPercent, int64_t(40));
         const auto settings = control::keyValuesFromJson(client.request("GET", "/v1/governor/settings").body);
         QCOMPARE(settings.at("active.cpu-percent"), std::string("40"));
+        QCOMPARE(client.request("PUT", "/v1/governor/settings", "[1, 2]").status, 400);
 
+        // The engine's own events come through the same pages, in order, after ours.
+        engine.pushEvent({1, node::EngineEvent::Level::Warning, "swarm", "cannot reach the coordinator"});
         const auto page = control::eventPageFromJson(client.request("GET", "/v1/events?after=0").body);
-        QCOMPARE(page.events.size(), size_t(4)); // pause, resume, snooze, settings
+        QCOMPARE(page.events.size(), size_t(5)); // pause, resume, snooze, settings, the engine's
         QCOMPARE(page.events.front().message, std::string("paused over the control API"));
-        QCOMPARE(control::eventPageFromJson(client.request("GET", "/v1/events?after=3").body).events.size(), size_t(1));
+        QCOMPARE(page.events.back().message, std::string("cannot reach the coordinator"));
+        QCOMPARE(control::eventPageFromJson(client.request("GET", "/v1/events?after=3").body).events.size(), size_t(2));
         QCOMPARE(client.request("GET", "/v1/events?after=x").status, 400);
         QCOMPARE(client.request("GET", "/v1/nothing").status, 404);
 
+        QCOMPARE(client.request("POST", "/v1/local").status, 200);
+        QVERIFY(engine.received("start-local"));
+        const std::string join = control::toJson(std::map<std::string, std::string>{{"address", kAddress}});
+        QCOMPARE(client.request("POST", "/v1/join", join).status, 200);
+        QVERIFY(engine.received(std::string("join:") + kAddress));
+        QCOMPARE(client.request("POST", "/v1/join", "{}").status, 400);
+        QCOMPARE(client.request("POST", "/v1/checkpoints/delete?id=7").status, 200);
+        QVERIFY(engine.received("delete-checkpoint:7"));
         QCOMPARE(client.request("POST", "/v1/stop").status, 202);
-        QVERIFY(stopAsked);
+        QVERIFY(engine.received("stop"));
+        engine.setConsent(false);
+        const auto noConsent = client.request("POST", "/v1/demo-swarm?nodes=4");
+        QCOMPARE(noConsent.status, 409);
+        QVERIFY2(noConsent.body.find("consent") != std::string::npos, noConsent.body.c_str());
     }
 
-    void nodeMetricsAreValidPrometheusText()
+    // A host that trains what it was started with refuses other work with its sentence.
+    void hostMayRefuseStartingOtherWork()
     {
-        device::Governor governor({}, quietEnvironment());
-        control::NodeControl node("swarm", [] {});
-        node.setGovernor(&governor);
-        control::NodeProgress p;
-        p.training.samplesPerSecond = 1234.5;
-        p.training.step = 10;
-        p.samplesTotal = 640;
-        p.ringRounds = 3;
-        node.publish(p);
-        p.samplesTotal = 64; // a new assignment counts from zero again; the counter must not drop
-        p.ringRounds = 1;
-        node.publish(p);
-        governor.pause();
-        const auto m = test::parsePrometheusText(node.metrics());
+        test::FakeEngine engine;
+        engine.setConsent(true);
+        control::EngineControlOptions options;
+        options.jobCommands = false;
+        options.refusal = "this node trains what it was started with";
+        control::EngineControl routes(engine, options);
+        control::ControlServer server(config(),
+                                      [&routes](const control::ControlRequest &r) { return routes.handle(r); });
+        control::ControlClient client("127.0.0.1", server.port(), kToken);
+        for (const char *path :
+             {"/v1/local", "/v1/demo-swarm?nodes=3", "/v1/checkpoints/resume?id=1", "/v1/consent?given=false"}) {
+            const auto reply = client.request("POST", path);
+            QCOMPARE(reply.status, 409);
+            QVERIFY2(reply.body.find("trains what it was started with") != std::string::npos, reply.body.c_str());
+        }
+        QVERIFY(!engine.receivedStart());
+        QVERIFY(!engine.received("consent:false"));
+    }
+
+    // RemoteEngine is the routes' mirror: an attached desktop sees the engine's snapshot
+    // and events, and its commands reach the engine with their answers.
+    void remoteEngineMirrorsTheEngine()
+    {
+        QTemporaryDir dir;
+        test::FakeEngine engine;
+        engine.setConsent(true);
+        node::EngineSnapshot published;
+        published.consentGiven = true;
+        published.running = true;
+        published.assignment.mode = "swarm";
+        published.assignment.stage = 1;
+        published.training.step = 42;
+        published.training.ringRounds = 3;
+        published.peers.push_back({"abc", "node-2", 0, 1, "training", 1500, false});
+        engine.publish(published);
+        engine.pushEvent({1, node::EngineEvent::Level::Info, "swarm", "assigned stage 1"});
+        control::EngineControl routes(engine);
+        control::ControlServer server(config(),
+                                      [&routes](const control::ControlRequest &r) { return routes.handle(r); });
+        const auto tokenFile = std::filesystem::path(dir.path().toStdString()) / control::kTokenFileName;
+        writePrivateFile(tokenFile, std::string(kToken) + "\n");
+        control::RemoteEngine remote(control::RemoteTarget::parse(std::to_string(server.port()), tokenFile.string()),
+                                     50ms);
+
+        QVERIFY(test::waitFor([&remote] { return remote.connected(); }, 10s));
+        auto seen = remote.snapshot();
+        auto expected = engine.snapshot();
+        seen.sequence = expected.sequence = 0; // each side counts its own publications
+        QVERIFY(seen == expected);
+        std::vector<node::EngineEvent> events;
+        QVERIFY(test::waitFor(
+            [&] {
+                for (auto &e : remote.takeEvents())
+                    events.push_back(std::move(e));
+                return std::any_of(events.begin(), events.end(),
+                                   [](const auto &e) { return e.message == "assigned stage 1"; });
+            },
+            10s));
+
+        test::CommandResult joined;
+        remote.joinSwarm(kAddress, joined.callback());
+        QCOMPARE(joined.wait(10s), std::string());
+        QVERIFY(engine.received(std::string("join:") + kAddress));
+        test::CommandResult deleted;
+        remote.deleteCheckpoint(9, deleted.callback());
+        QCOMPARE(deleted.wait(10s), std::string());
+        QVERIFY(engine.received("delete-checkpoint:9"));
+        engine.setConsent(false);
+        test::CommandResult refused;
+        remote.startLocal(refused.callback());
+        QVERIFY(refused.wait(10s).find("consent") != std::string::npos);
+        remote.pause();
+        QVERIFY(test::waitFor([&engine] { return engine.received("pause"); }, 10s));
+    }
+
+    void metricsComeFromTheSnapshot()
+    {
+        test::FakeEngine engine;
+        node::EngineSnapshot s;
+        s.running = true;
+        s.assignment.mode = "swarm";
+        s.training.samplesPerSecond = 1234.5;
+        s.training.step = 10;
+        s.training.ringRounds = 4;
+        s.contribution.samplesTotal = 704;
+        s.governor.state = "paused";
+        engine.publish(s);
+        control::EngineControl routes(engine);
+        const auto m = test::parsePrometheusText(routes.metrics());
         QVERIFY2(m.error.empty(), m.error.c_str());
         QCOMPARE(m.value("rookery_node_samples_per_second"), std::optional<double>(1234.5));
         QCOMPARE(m.value("rookery_node_samples_total"), std::optional<double>(704));
@@ -228,6 +320,8 @@ private Q_SLOTS:
         QCOMPARE(m.types.at("rookery_node_samples_total"), std::string("counter"));
         QCOMPARE(m.value("rookery_node_governor_state", {{"state", "paused"}}), std::optional<double>(1));
         QCOMPARE(m.value("rookery_node_governor_state", {{"state", "running"}}), std::optional<double>(0));
+        QCOMPARE(m.value("rookery_node_info", {{"version", kVersion}, {"mode", "swarm"}, {"model", ""}}),
+                 std::optional<double>(1));
     }
 
     void prometheusCheckerRejectsBadText_data()
