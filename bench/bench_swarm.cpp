@@ -21,8 +21,8 @@
 #include "engine/common/paths.h"
 #include "engine/data/image_dataset.h"
 #include "engine/device/compute_threads.h"
+#include "engine/launcher/swarm_launcher.h"
 #include "engine/model/model_zoo.h"
-#include "engine/node/local_swarm.h"
 #include "engine/train/trainer.h"
 
 using namespace rookery;
@@ -92,7 +92,7 @@ double rawBytesPerSample(const model::ModelSpec &spec, const std::vector<int64_t
 
 Outcome swarmRun(int nodes, int clusterSize, int64_t steps, int64_t evalEvery, const std::filesystem::path &work)
 {
-    node::LocalSwarmSettings s;
+    launcher::SwarmLauncherSettings s;
     s.nodes = nodes;
     s.clusterSize = clusterSize;
     s.workDir = work;
@@ -112,7 +112,7 @@ Outcome swarmRun(int nodes, int clusterSize, int64_t steps, int64_t evalEvery, c
     // In a build tree the programs are in app/, beside bench/; installed, next to us.
     if (const char *dir = std::getenv("ROOKERY_BIN_DIR"))
         s.binDir = dir;
-    else if (const auto app = node::programDirectory().parent_path() / "app"; std::filesystem::exists(app))
+    else if (const auto app = launcher::programDirectory().parent_path() / "app"; std::filesystem::exists(app))
         s.binDir = app;
 
     const std::regex progress(R"(^step (\d+)/(\d+) .* sent (\d+) bytes)");
@@ -124,7 +124,7 @@ Outcome swarmRun(int nodes, int clusterSize, int64_t steps, int64_t evalEvery, c
     std::map<int, std::vector<std::pair<int64_t, double>>> accuracy; // per cluster: (step, accuracy)
     std::map<std::string, int64_t> cutOf;                            // per node holding a stage > 0: its first layer
     int clusters = 1;
-    node::LocalSwarm swarm(s, [&](const std::string &who, const std::string &line) {
+    launcher::SwarmLauncher swarm(s, [&](const std::string &who, const std::string &line) {
         std::smatch m;
         if (std::regex_search(line, m, progress)) {
             sent[who] = std::stoull(m[3].str());

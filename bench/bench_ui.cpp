@@ -30,7 +30,7 @@
 #include "bench/support/bench_report.h"
 #include "bench/ui/training_engine.h"
 #include "engine/common/paths.h"
-#include "engine/node/node_engine.h"
+#include "engine/host/node_engine.h"
 #include "ui/bridge/engine_bridge.h"
 #include "ui/consent/consent_store.h"
 #include "ui/join/join_dialog.h"
@@ -146,7 +146,7 @@ Stalls probe(ui::DesktopController &app, int seconds)
 /// The app's window over an engine, consented, idle until start().
 struct Session
 {
-    explicit Session(std::shared_ptr<node::EngineApi> engine)
+    explicit Session(std::shared_ptr<host::EngineApi> engine)
         : settings(dir.filePath(QStringLiteral("rookery.ini")), QSettings::IniFormat)
     {
         ui::ConsentStore(settings).setGiven(true);
@@ -265,13 +265,13 @@ int main(int argc, char **argv)
     // compute threads by itself.
     {
         QTemporaryDir data;
-        node::NodeEngineSettings s;
+        host::NodeEngineSettings s;
         s.dataDir = data.path().toStdString();
         s.datasetDir = defaultFashionMnistDir();
         s.local.steps = 100'000'000;
         s.local.checkpointEvery = 0;
         s.local.evalEvery = 0;
-        auto nodeEngine = std::make_shared<node::NodeEngine>(s);
+        auto nodeEngine = std::make_shared<host::NodeEngine>(s);
         Session product(nodeEngine);
         product.start();
         probe(*product.controller, 5); // consent measures the machine; the run loads its data

@@ -24,21 +24,14 @@ struct Timing
 
 void declareTimingOptions(CLI::App &p, Timing &t)
 {
-    p.add_option("--heartbeat-ms", t.heartbeat, "how often nodes send heartbeats")
-        ->type_name("MS")
-        ->check(cli::wholeNumber(50, 60'000));
-    p.add_option("--heartbeat-timeout-ms", t.timeout, "a node silent this long is lost")
-        ->type_name("MS")
-        ->check(cli::wholeNumber(100, 600'000));
-    p.add_option("--rejoin-grace-ms", t.rejoinGrace, "a lost node keeps its assignment this long")
-        ->type_name("MS")
-        ->check(cli::wholeNumber(0, 3'600'000));
-    p.add_option("--restart-grace-ms", t.restartGrace, "the same, for every node after this coordinator restarts")
-        ->type_name("MS")
-        ->check(cli::wholeNumber(0, 3'600'000));
-    p.add_option("--first-plan-delay-ms", t.firstPlanDelay, "wait this long for more volunteers before the first plan")
-        ->type_name("MS")
-        ->check(cli::wholeNumber(0, 600'000));
+    cli::addWholeNumber(p, "--heartbeat-ms", t.heartbeat, 50, 60'000, "MS", "how often nodes send heartbeats");
+    cli::addWholeNumber(p, "--heartbeat-timeout-ms", t.timeout, 100, 600'000, "MS", "a node silent this long is lost");
+    cli::addWholeNumber(p, "--rejoin-grace-ms", t.rejoinGrace, 0, 3'600'000, "MS",
+                        "a lost node keeps its assignment this long");
+    cli::addWholeNumber(p, "--restart-grace-ms", t.restartGrace, 0, 3'600'000, "MS",
+                        "the same, for every node after this coordinator restarts");
+    cli::addWholeNumber(p, "--first-plan-delay-ms", t.firstPlanDelay, 0, 600'000, "MS",
+                        "wait this long for more volunteers before the first plan");
 }
 
 // What the run options name and parseCoordinatorOptions() turns into RunConfig fields
@@ -56,24 +49,15 @@ void declareRunOptions(CLI::App &p, coord::RunConfig &run, RunChoices &c)
 {
     cli::addChoice(p, "--model", c.model, model::modelNames(), "model to train (the model zoo)");
     cli::addChoice(p, "--optimizer", c.optimizer, {"sgd", "adamw"}, "optimizer");
-    p.add_option("--lr", c.learningRate, "learning rate")->type_name("RATE")->check(cli::number(1e-6, 10));
-    p.add_option("--momentum", c.momentum, "SGD momentum")->type_name("M")->check(cli::number(0, 0.999));
-    p.add_option("--weight-decay", c.weightDecay, "weight decay")->type_name("W")->check(cli::number(0, 0.5));
-    p.add_option("--microbatch", run.microbatch, "samples per microbatch")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, 60000));
-    p.add_option("--accumulation", run.accumulation, "microbatches per optimizer step")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, 4096));
-    p.add_option("--averaging-interval", run.averagingInterval, "optimizer steps between ring averagings")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, 1000000));
-    p.add_option("--steps", run.totalSteps, "optimizer steps to train in total")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, int64_t(1) << 40));
-    p.add_option("--seed", run.seed, "random seed of the run and the planner")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, INT64_MAX));
+    cli::addNumber(p, "--lr", c.learningRate, 1e-6, 10, "RATE", "learning rate");
+    cli::addNumber(p, "--momentum", c.momentum, 0, 0.999, "M", "SGD momentum");
+    cli::addNumber(p, "--weight-decay", c.weightDecay, 0, 0.5, "W", "weight decay");
+    cli::addWholeNumber(p, "--microbatch", run.microbatch, 1, 60000, "N", "samples per microbatch");
+    cli::addWholeNumber(p, "--accumulation", run.accumulation, 1, 4096, "N", "microbatches per optimizer step");
+    cli::addWholeNumber(p, "--averaging-interval", run.averagingInterval, 1, 1000000, "N",
+                        "optimizer steps between ring averagings");
+    cli::addWholeNumber(p, "--steps", run.totalSteps, 1, int64_t(1) << 40, "N", "optimizer steps to train in total");
+    cli::addWholeNumber(p, "--seed", run.seed, 0, INT64_MAX, "N", "random seed of the run and the planner");
 }
 
 std::chrono::milliseconds ms(int64_t v) { return std::chrono::milliseconds(v); }
@@ -101,25 +85,16 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     p.add_option("--public-host", s.publicHost,
                  "host name in the printed address (default: --bind, or this machine's name)")
         ->type_name("HOST");
-    p.add_option("--port", s.port, "port for node links (TLS WebSocket; 0: any)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 65535));
-    p.add_option("--status-port", s.statusPort, "port for the HTTPS status API (0: any)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 65535));
+    cli::addWholeNumber(p, "--port", s.port, 0, 65535, "N", "port for node links (TLS WebSocket; 0: any)");
+    cli::addWholeNumber(p, "--status-port", s.statusPort, 0, 65535, "N", "port for the HTTPS status API (0: any)");
     declareRunOptions(p, run, choices);
     declareTimingOptions(p, timing);
-    p.add_option("--expect-nodes", s.expectNodes,
-                 "plan as soon as N volunteers have registered (0: wait --first-plan-delay-ms)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 1'000'000));
-    p.add_option("--cluster-size", s.clusterSize, "volunteers (pipeline stages) per cluster; 0: the planner decides")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 64));
-    p.add_option("--max-nodes", s.maxNodes, "most node links at once")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, 1'000'000));
-    p.add_option("--io-threads", s.ioThreads, "network threads")->type_name("N")->check(cli::wholeNumber(1, 64));
+    cli::addWholeNumber(p, "--expect-nodes", s.expectNodes, 0, 1'000'000, "N",
+                        "plan as soon as N volunteers have registered (0: wait --first-plan-delay-ms)");
+    cli::addWholeNumber(p, "--cluster-size", s.clusterSize, 0, 64, "N",
+                        "volunteers (pipeline stages) per cluster; 0: the planner decides");
+    cli::addWholeNumber(p, "--max-nodes", s.maxNodes, 1, 1'000'000, "N", "most node links at once");
+    cli::addWholeNumber(p, "--io-threads", s.ioThreads, 1, 64, "N", "network threads");
     p.add_flag("--quiet", o.quiet, "log warnings and errors only");
     p.footer("Examples:\n"
              "  rookery-coordinator                                 MLP, SGD, ports 7400 and 7401\n"

@@ -2,7 +2,7 @@
 #include "app/desktop/engine_factory.h"
 
 #include "engine/device/thread_priority.h"
-#include "engine/node/node_engine.h"
+#include "engine/host/node_engine.h"
 
 namespace rookery::app {
 
@@ -13,7 +13,7 @@ ui::EngineFactory desktopEngineFactory()
     // priority): they are compute, so they go down to nice 19 with the engine's own
     // threads, while every thread Qt starts later stays at the UI's priority.
     device::lowerOtherThreadsPriority();
-    return [] { return std::make_shared<node::NodeEngine>(node::defaultNodeEngineSettings()); };
+    return [] { return std::make_shared<host::NodeEngine>(host::defaultNodeEngineSettings()); };
 }
 
 } // namespace rookery::app

@@ -5,7 +5,7 @@
 
 namespace rookery::app {
 
-/// The engine the desktop app drives: the in-process node::NodeEngine, with its data in
+/// The engine the desktop app drives: the in-process host::NodeEngine, with its data in
 /// the default data directory. (--simulate still picks the simulation.)
 ///
 /// Call it in main() before the QApplication exists: it lowers the threads that

@@ -9,7 +9,7 @@
 #include "engine/common/command_line.h"
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
-#include "engine/node/local_swarm.h"
+#include "engine/launcher/swarm_launcher.h"
 
 namespace {
 
@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 {
     using namespace rookery;
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    node::LocalSwarmSettings s;
+    launcher::SwarmLauncherSettings s;
     std::string workDir = (defaultDataDir() / "local-swarm").string();
     std::string datasetDir = defaultFashionMnistDir().string();
     std::string model = "mlp", optimizer = "sgd";
@@ -35,26 +35,20 @@ int main(int argc, char **argv)
                "checkpoints. Exits when the run is complete.",
                "rookery-local-swarm");
     cli::configure(p);
-    p.add_option("--nodes", s.nodes, "nodes to start")->type_name("N")->check(cli::wholeNumber(1, 64));
-    p.add_option("--cluster-size", s.clusterSize, "pipeline stages per cluster (0: let the planner decide)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 16));
+    cli::addWholeNumber(p, "--nodes", s.nodes, 1, 64, "N", "nodes to start");
+    cli::addWholeNumber(p, "--cluster-size", s.clusterSize, 0, 16, "N",
+                        "pipeline stages per cluster (0: let the planner decide)");
     p.add_option("--work-dir", workDir, "data directories of the coordinator and nodes")->type_name("DIR");
     p.add_option("--dataset-dir", datasetDir, "Fashion-MNIST's .gz files")->type_name("DIR");
     cli::addChoice(p, "--model", model, {"mlp", "cnn"}, "model to train");
     cli::addChoice(p, "--optimizer", optimizer, {"sgd", "adamw"}, "optimizer");
-    p.add_option("--lr", lr, "learning rate")->type_name("RATE")->check(cli::number(1e-6, 10));
-    p.add_option("--steps", steps, "optimizer steps to train")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, int64_t(1) << 40));
-    p.add_option("--averaging-interval", interval, "optimizer steps between ring averagings")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, 1 << 20));
-    p.add_option("--microbatch", microbatch, "samples per microbatch")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, 4096));
-    p.add_option("--seed", seed, "random seed of the run")->type_name("N")->check(cli::wholeNumber(0, INT64_MAX));
-    p.add_option("--cores-per-node", cores, "cores each node may use")->type_name("N")->check(cli::wholeNumber(1, 256));
+    cli::addNumber(p, "--lr", lr, 1e-6, 10, "RATE", "learning rate");
+    cli::addWholeNumber(p, "--steps", steps, 1, int64_t(1) << 40, "N", "optimizer steps to train");
+    cli::addWholeNumber(p, "--averaging-interval", interval, 1, 1 << 20, "N",
+                        "optimizer steps between ring averagings");
+    cli::addWholeNumber(p, "--microbatch", microbatch, 1, 4096, "N", "samples per microbatch");
+    cli::addWholeNumber(p, "--seed", seed, 0, INT64_MAX, "N", "random seed of the run");
+    cli::addWholeNumber(p, "--cores-per-node", cores, 1, 256, "N", "cores each node may use");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
     p.footer("Example:\n  rookery-local-swarm --nodes 4 --cluster-size 2    two clusters of two pipeline stages\n\n"
@@ -94,7 +88,7 @@ int main(int argc, char **argv)
     try {
         if (fresh)
             std::filesystem::remove_all(workDir);
-        node::LocalSwarm swarm(s, [&](const std::string &who, const std::string &line) {
+        launcher::SwarmLauncher swarm(s, [&](const std::string &who, const std::string &line) {
             std::smatch m;
             if (std::regex_search(line, m, done))
                 finalAccuracy.emplace("cluster " + m[1].str(), m[3].str() + "%"); // the first word stands

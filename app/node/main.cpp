@@ -16,7 +16,7 @@
 #include "engine/common/format.h"
 #include "engine/control/control_host.h"
 #include "engine/device/profile_service.h"
-#include "engine/node/node_engine.h"
+#include "engine/host/node_engine.h"
 
 namespace {
 
@@ -85,14 +85,14 @@ std::string stopNote(const std::string &reason)
     return why.empty() || why == "on request" ? "" : " (" + why + ")";
 }
 
-node::LocalRun::Callbacks wholeModelConsole(bool quiet)
+host::WholeModelRun::Callbacks wholeModelConsole(bool quiet)
 {
     const bool tty = isatty(STDOUT_FILENO);
-    node::LocalRun::Callbacks cb;
+    host::WholeModelRun::Callbacks cb;
     if (quiet)
         return cb;
     cb.message = [](const std::string &m) { std::printf("%s\n", m.c_str()); };
-    cb.progress = [tty](const node::LocalRunProgress &p) {
+    cb.progress = [tty](const host::WholeModelProgress &p) {
         std::string acc = p.lastEval ? format::percent(p.lastEval->accuracy) : "--";
         std::printf("%sstep %lld/%lld  loss %.4f  test acc %s  %s samples/s  ETA %s%s", tty ? "\r" : "",
                     (long long)p.step, (long long)p.totalSteps, p.loss, acc.c_str(),
@@ -115,13 +115,13 @@ node::LocalRun::Callbacks wholeModelConsole(bool quiet)
     return cb;
 }
 
-node::SwarmNode::Callbacks swarmConsole(bool quiet)
+participant::SwarmNode::Callbacks swarmConsole(bool quiet)
 {
-    node::SwarmNode::Callbacks cb;
+    participant::SwarmNode::Callbacks cb;
     if (quiet)
         return cb;
     cb.message = [](const std::string &m) { std::printf("%s\n", m.c_str()); };
-    cb.progress = [](const node::StageProgress &p) {
+    cb.progress = [](const participant::StageProgress &p) {
         std::string acc = p.testAccuracy >= 0 ? "  test acc " + format::percent(p.testAccuracy) : "";
         std::printf("step %lld/%lld  %s samples/s%s%s  rings %lld ok, %lld skipped  sent %llu bytes\n",
                     (long long)p.step, (long long)p.totalSteps, format::count(int64_t(p.samplesPerSecond)).c_str(),
@@ -132,12 +132,12 @@ node::SwarmNode::Callbacks swarmConsole(bool quiet)
 }
 
 // What the terminal shows: progress unless --quiet, and always how the job ended.
-node::JobConsole console(const app::NodeOptions &options, JobEnd &end)
+host::JobConsole console(const app::NodeOptions &options, JobEnd &end)
 {
-    node::JobConsole c;
+    host::JobConsole c;
     c.wholeModel = wholeModelConsole(options.quiet);
     c.swarm = swarmConsole(options.quiet);
-    c.wholeModelDone = [&end](const node::LocalRunSummary &s) {
+    c.wholeModelDone = [&end](const host::WholeModelSummary &s) {
         if (s.stopped)
             std::printf("stopped at step %lld%s; checkpoint saved. Run the same command to resume.\n",
                         (long long)s.endStep, stopNote(s.stopReason).c_str());
@@ -146,7 +146,7 @@ node::JobConsole console(const app::NodeOptions &options, JobEnd &end)
                         format::percent(s.finalEval->accuracy, 2).c_str(), s.finalEval->loss);
         end.summaryPrinted = true;
     };
-    c.swarmDone = [&end](const node::SwarmNodeSummary &s) {
+    c.swarmDone = [&end](const participant::SwarmNodeSummary &s) {
         if (s.completed)
             std::printf("left the swarm: %s%s\n", s.reason.c_str(),
                         s.testAccuracy >= 0 ? (", final test accuracy " + format::percent(s.testAccuracy, 2)).c_str()
@@ -160,9 +160,9 @@ node::JobConsole console(const app::NodeOptions &options, JobEnd &end)
     return c;
 }
 
-node::NodeEngineSettings engineSettings(const app::NodeOptions &o)
+host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
 {
-    node::NodeEngineSettings s;
+    host::NodeEngineSettings s;
     s.dataDir = o.dataDir;
     s.datasetDir = o.datasetDir;
     s.local = o.local;
@@ -184,7 +184,7 @@ node::NodeEngineSettings engineSettings(const app::NodeOptions &o)
 }
 
 // The local control API, unless --no-control. Its POST /v1/stop does what SIGTERM does.
-std::unique_ptr<control::ControlHost> startControl(const app::NodeOptions &options, node::EngineApi &engine)
+std::unique_ptr<control::ControlHost> startControl(const app::NodeOptions &options, host::EngineApi &engine)
 {
     if (options.noControl)
         return nullptr;
@@ -201,9 +201,9 @@ std::unique_ptr<control::ControlHost> startControl(const app::NodeOptions &optio
 int runNode(const app::NodeOptions &options)
 {
     JobEnd end;
-    node::NodeEngineSettings settings = engineSettings(options);
+    host::NodeEngineSettings settings = engineSettings(options);
     settings.console = console(options, end);
-    node::NodeEngine engine(std::move(settings));
+    host::NodeEngine engine(std::move(settings));
     const auto control = startControl(options, engine);
     engine.setConsent(true); // the operator's command line is the consent
     auto started = [&end](const std::string &error) {

@@ -28,75 +28,54 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
     p.add_option("--name", o.name, "swarm: this node's name, as others see it (default: the host name)")
         ->type_name("NAME");
     p.add_option("--bind", o.bind, "swarm: the IPv4 address peers reach this node at")->type_name("HOST");
-    p.add_option("--port", o.port, "swarm: the port peers reach this node at (0: any free port)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 65535));
+    cli::addWholeNumber(p, "--port", o.port, 0, 65535, "N",
+                        "swarm: the port peers reach this node at (0: any free port)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
-    p.add_option("--status-port", o.statusPort,
-                 "swarm: the coordinator's status API, for the peer graph (0: its port + 1)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 65535));
+    cli::addWholeNumber(p, "--status-port", o.statusPort, 0, 65535, "N",
+                        "swarm: the coordinator's status API, for the peer graph (0: its port + 1)");
     p.add_option("--data-dir", o.dataDir, "where the database and identity live")->type_name("DIR");
-    p.add_option("--control-port", o.controlPort,
-                 "the control API's port on 127.0.0.1 (0: any free; see DIR/control-port)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 65535));
+    cli::addWholeNumber(p, "--control-port", o.controlPort, 0, 65535, "N",
+                        "the control API's port on 127.0.0.1 (0: any free; see DIR/control-port)");
     p.add_flag("--no-control", o.noControl, "serve no local control API (and no metrics)");
     p.add_option("--dataset-dir", o.datasetDir, "Fashion-MNIST's .gz files")->type_name("DIR");
 }
 
-void declareTrainingOptions(CLI::App &p, node::LocalRunSettings &l)
+void declareTrainingOptions(CLI::App &p, host::WholeModelSettings &l)
 {
     p.add_option("--run", l.run, "name under which checkpoints are kept and resumed")->type_name("NAME");
     cli::addChoice(p, "--model", l.model, model::modelNames(), "model to train");
     cli::addChoice(p, "--optimizer", l.optimizer, {"sgd", "adamw"}, "optimizer");
-    p.add_option("--lr", l.learningRate, "learning rate")->type_name("RATE")->check(cli::number(1e-6, 10));
-    p.add_option("--momentum", l.momentum, "SGD momentum")->type_name("M")->check(cli::number(0, 0.999));
-    p.add_option("--weight-decay", l.weightDecay, "weight decay")->type_name("W")->check(cli::number(0, 0.5));
-    p.add_option("--batch-size", l.batchSize, "samples per step")->type_name("N")->check(cli::wholeNumber(1, 60000));
-    p.add_option("--steps", l.steps, "train until this many steps in total")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, kManySteps));
-    p.add_option("--checkpoint-every", l.checkpointEvery, "checkpoint every N steps (0: only at the end)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, kManySteps));
-    p.add_option("--keep", l.keepCheckpoints, "checkpoints to keep")->type_name("N")->check(cli::wholeNumber(1, 1000));
-    p.add_option("--eval-every", l.evalEvery, "evaluate on the test set every N steps (0: only at the end)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, kManySteps));
-    p.add_option("--threads", l.threads, "cores to use for the math (0: all)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 1024));
-    p.add_option("--train-samples", l.trainSamples, "train on the first N samples only (0: all)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 60000));
-    p.add_option("--seed", l.seed, "random seed for initialisation and data order")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, INT64_MAX));
+    cli::addNumber(p, "--lr", l.learningRate, 1e-6, 10, "RATE", "learning rate");
+    cli::addNumber(p, "--momentum", l.momentum, 0, 0.999, "M", "SGD momentum");
+    cli::addNumber(p, "--weight-decay", l.weightDecay, 0, 0.5, "W", "weight decay");
+    cli::addWholeNumber(p, "--batch-size", l.batchSize, 1, 60000, "N", "samples per step");
+    cli::addWholeNumber(p, "--steps", l.steps, 1, kManySteps, "N", "train until this many steps in total");
+    cli::addWholeNumber(p, "--checkpoint-every", l.checkpointEvery, 0, kManySteps, "N",
+                        "checkpoint every N steps (0: only at the end)");
+    cli::addWholeNumber(p, "--keep", l.keepCheckpoints, 1, 1000, "N", "checkpoints to keep");
+    cli::addWholeNumber(p, "--eval-every", l.evalEvery, 0, kManySteps, "N",
+                        "evaluate on the test set every N steps (0: only at the end)");
+    cli::addWholeNumber(p, "--threads", l.threads, 0, 1024, "N", "cores to use for the math (0: all)");
+    cli::addWholeNumber(p, "--train-samples", l.trainSamples, 0, 60000, "N",
+                        "train on the first N samples only (0: all)");
+    cli::addWholeNumber(p, "--seed", l.seed, 0, INT64_MAX, "N", "random seed for initialisation and data order");
     p.add_flag("--fresh", l.fresh, "start from scratch instead of resuming this run's newest checkpoint");
 }
 
 void declareGovernorOptions(CLI::App &p, device::GovernorSettings &g, GovernorOptions &go)
 {
-    p.add_option("--max-cores", go.maxCores, "governor: use at most N cores (0: all)")
-        ->type_name("N")
-        ->check(cli::wholeNumber(0, 4096));
-    p.add_option("--cpu-percent", go.cpuPercent, "governor: use at most P% of CPU time on those cores")
-        ->type_name("P")
-        ->check(cli::wholeNumber(1, 100));
+    cli::addWholeNumber(p, "--max-cores", go.maxCores, 0, 4096, "N", "governor: use at most N cores (0: all)");
+    cli::addWholeNumber(p, "--cpu-percent", go.cpuPercent, 1, 100, "P",
+                        "governor: use at most P% of CPU time on those cores");
     // Its default is another option's value, which the help says; no captured default.
-    p.add_option("--idle-cpu-percent", go.idleCpuPercent,
-                 "governor: CPU time cap while the user is idle (default: --cpu-percent)")
-        ->type_name("P")
-        ->check(cli::wholeNumber(1, 100))
+    cli::addWholeNumber(p, "--idle-cpu-percent", go.idleCpuPercent, 1, 100, "P",
+                        "governor: CPU time cap while the user is idle (default: --cpu-percent)")
         ->default_str("");
-    p.add_option("--memory-cap", g.memoryCapMiB, "governor: checkpoint and stop past this resident memory (0: none)")
-        ->type_name("MIB")
-        ->check(cli::wholeNumber(0, int64_t(1) << 30));
+    cli::addWholeNumber(p, "--memory-cap", g.memoryCapMiB, 0, int64_t(1) << 30, "MIB",
+                        "governor: checkpoint and stop past this resident memory (0: none)");
     p.add_flag("--idle-only", g.runOnlyWhenIdle, "governor: train only while the user is idle");
-    p.add_option("--idle-minutes", g.idleMinutes, "governor: minutes without input before the user counts as idle")
-        ->type_name("N")
-        ->check(cli::wholeNumber(1, 24 * 60));
+    cli::addWholeNumber(p, "--idle-minutes", g.idleMinutes, 1, 24 * 60, "N",
+                        "governor: minutes without input before the user counts as idle");
     p.add_option("--schedule", g.schedule, "governor: weekly schedule, e.g. 'mon-fri 18:00-08:00, sat-sun all day'")
         ->type_name("TEXT");
     p.add_flag("--run-on-battery", go.onBattery, "governor: keep training on battery power");

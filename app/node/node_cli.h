@@ -3,14 +3,14 @@
 
 #include <string>
 
-#include "engine/node/local_run.h"
+#include "engine/host/whole_model_run.h"
 
 namespace rookery::app {
 
 /// Everything rookery-node can be told on its command line.
 struct NodeOptions
 {
-    node::LocalRunSettings local;
+    host::WholeModelSettings local;
     std::string dataDir;
     std::string datasetDir;
     bool quiet = false;

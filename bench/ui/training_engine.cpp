@@ -16,7 +16,7 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 /// A swarm around this node, so that the peer graph has something to draw and update.
-void addSwarm(node::EngineSnapshot &s)
+void addSwarm(host::EngineSnapshot &s)
 {
     for (int c = 0; c < 3; ++c)
         for (int k = 0; k < 3; ++k) {
@@ -24,7 +24,7 @@ void addSwarm(node::EngineSnapshot &s)
             s.peers.push_back({id, id, c, k, "training", 0, c == 1 && k == 1});
             if (k > 0)
                 s.links.push_back({"p" + std::to_string(c * 3 + k - 1), id});
-            s.links.push_back({id, "p" + std::to_string(((c + 1) % 3) * 3 + k), node::PeerLinkView::Kind::Ring});
+            s.links.push_back({id, "p" + std::to_string(((c + 1) % 3) * 3 + k), host::PeerLinkView::Kind::Ring});
         }
     for (int i = 0; i < 5; ++i)
         s.checkpoints.push_back({5 - i, "local", 500 * (5 - i), nowMs() - i * 60'000, "mlp", 2'600'000});
@@ -90,7 +90,7 @@ void TrainingEngine::train()
     train::Trainer trainer(config, m_train);
     const auto begin = SteadyClock::now();
     auto lastPublish = begin, lastEvent = begin;
-    node::TrainingView view;
+    host::TrainingView view;
     view.totalSteps = 1'000'000;
     int64_t samplesSincePublish = 0;
     while (!m_stop) {
@@ -136,7 +136,7 @@ void TrainingEngine::train()
         done("");
 }
 
-void TrainingEngine::publish(const node::TrainingView &training, bool withEvent)
+void TrainingEngine::publish(const host::TrainingView &training, bool withEvent)
 {
     std::function<void()> notify;
     {
@@ -149,7 +149,7 @@ void TrainingEngine::publish(const node::TrainingView &training, bool withEvent)
             p.samplesPerSecond = training.samplesPerSecond * (p.self ? 1.0 : 0.9 + 0.02 * double(p.id.back() - '0'));
         ++s.sequence;
         if (withEvent) {
-            m_events.push_back({nowMs(), node::EngineEvent::Level::Info, "train",
+            m_events.push_back({nowMs(), host::EngineEvent::Level::Info, "train",
                                 "step " + std::to_string(training.step) + ", loss " + std::to_string(training.loss)});
             notify = m_notify;
         }
@@ -192,16 +192,16 @@ void TrainingEngine::applyGovernorSettings(const std::map<std::string, std::stri
     std::thread([done] { done(""); }).detach();
 }
 
-node::EngineSnapshot TrainingEngine::snapshot() const
+host::EngineSnapshot TrainingEngine::snapshot() const
 {
     std::lock_guard lock(m_mutex);
     return m_snapshot;
 }
 
-std::vector<node::EngineEvent> TrainingEngine::takeEvents()
+std::vector<host::EngineEvent> TrainingEngine::takeEvents()
 {
     std::lock_guard lock(m_mutex);
-    std::vector<node::EngineEvent> out(m_events.begin(), m_events.end());
+    std::vector<host::EngineEvent> out(m_events.begin(), m_events.end());
     m_events.clear();
     return out;
 }

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "engine/data/image_dataset.h"
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 
 namespace rookery::bench {
 
@@ -22,7 +22,7 @@ namespace rookery::bench {
 /// in-process engine will. Only what the window needs is implemented; it is not a node.
 ///
 /// Thread safety: every method may be called from any thread.
-class TrainingEngine final : public node::EngineApi
+class TrainingEngine final : public host::EngineApi
 {
 public:
     /// `compute` false: publish the same snapshots and events without training (to tell
@@ -42,8 +42,8 @@ public:
     void applyGovernorSettings(const std::map<std::string, std::string> &settings, ResultCallback done) override;
     void resumeCheckpoint(int64_t, ResultCallback done) override { start(std::move(done)); }
     void deleteCheckpoint(int64_t, ResultCallback done) override { done(""); }
-    node::EngineSnapshot snapshot() const override;
-    std::vector<node::EngineEvent> takeEvents() override;
+    host::EngineSnapshot snapshot() const override;
+    std::vector<host::EngineEvent> takeEvents() override;
     void setNotifier(std::function<void()> notify) override;
 
     /// Samples trained per second since the last call (or the start).
@@ -60,7 +60,7 @@ public:
 private:
     void start(ResultCallback done);
     void train();
-    void publish(const node::TrainingView &training, bool withEvent);
+    void publish(const host::TrainingView &training, bool withEvent);
 
     std::shared_ptr<const data::ImageDataset> m_train;
     bool m_compute;
@@ -72,8 +72,8 @@ private:
     double m_secondsTaken = 0;
     mutable std::mutex m_mutex;
     std::condition_variable m_resume;
-    node::EngineSnapshot m_snapshot;
-    std::deque<node::EngineEvent> m_events;
+    host::EngineSnapshot m_snapshot;
+    std::deque<host::EngineEvent> m_events;
     std::function<void()> m_notify;
     std::map<std::string, std::string> m_settings;
     ResultCallback m_stopDone;

@@ -8,9 +8,8 @@
 #include <CLI/CLI.hpp>
 
 /// What every Rookery program's command line has in common, on top of CLI11. Programs
-/// declare their options with CLI11's own calls (`add_option(...)->type_name("N")
-/// ->check(cli::wholeNumber(0, 65535))`); these helpers only make the programs agree on
-/// the rest: long options, the last of a repeated option wins, flags take no value,
+/// declare their options with CLI11's own calls, or with the helpers below for numbers
+/// with a range and fixed words; these helpers make the programs agree on the rest: long options, the last of a repeated option wins, flags take no value,
 /// --help and --version act where they stand, help in the order "usage, description,
 /// options with their defaults, epilog", and one-line errors that name the option.
 ///
@@ -28,6 +27,21 @@ CLI::Validator wholeNumber(int64_t min, int64_t max);
 
 /// Accepts a number (decimal or scientific) in [min, max].
 CLI::Validator number(double min, double max);
+
+/// A whole-number option in [min, max], shown as "--name VALUE" in the help.
+template <typename T>
+CLI::Option *addWholeNumber(CLI::App &app, const std::string &name, T &out, int64_t min, int64_t max,
+                            const std::string &value, const std::string &help)
+{
+    return app.add_option(name, out, help)->type_name(value)->check(wholeNumber(min, max));
+}
+
+/// A number option in [min, max], shown as "--name VALUE" in the help.
+inline CLI::Option *addNumber(CLI::App &app, const std::string &name, double &out, double min, double max,
+                              const std::string &value, const std::string &help)
+{
+    return app.add_option(name, out, help)->type_name(value)->check(number(min, max));
+}
 
 /// An option limited to a fixed set of words, shown as "--name a|b|c" in the help.
 CLI::Option *addChoice(CLI::App &app, const std::string &name, std::string &out, const std::vector<std::string> &words,

@@ -8,7 +8,7 @@
 
 namespace rookery::control {
 
-ControlHost::ControlHost(const std::filesystem::path &dataDir, int port, node::EngineApi &engine,
+ControlHost::ControlHost(const std::filesystem::path &dataDir, int port, host::EngineApi &engine,
                          EngineControlOptions options)
     : m_dataDir(dataDir)
     , m_token(newToken())

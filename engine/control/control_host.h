@@ -21,7 +21,7 @@ class ControlHost
 public:
     /// Serves on `port` (0: any free port). Throws rookery::Error when it cannot bind or
     /// write its files.
-    ControlHost(const std::filesystem::path &dataDir, int port, node::EngineApi &engine,
+    ControlHost(const std::filesystem::path &dataDir, int port, host::EngineApi &engine,
                 EngineControlOptions options = {});
     ~ControlHost();
     ControlHost(const ControlHost &) = delete;

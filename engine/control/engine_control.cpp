@@ -17,7 +17,7 @@
 namespace rookery::control {
 namespace {
 
-using Level = node::EngineEvent::Level;
+using Level = host::EngineEvent::Level;
 
 constexpr size_t kMaxEvents = 512;
 constexpr auto kPublishWait = std::chrono::milliseconds(1000);
@@ -47,7 +47,7 @@ std::optional<int64_t> integerArg(const std::map<std::string, std::string> &quer
 
 } // namespace
 
-EngineControl::EngineControl(node::EngineApi &engine, EngineControlOptions options)
+EngineControl::EngineControl(host::EngineApi &engine, EngineControlOptions options)
     : m_engine(engine)
     , m_options(std::move(options))
     , m_startedAtMs(nowMs())
@@ -74,7 +74,7 @@ void EngineControl::drainEngineEvents()
         m_events.pop_front();
 }
 
-ControlResponse EngineControl::withResult(const std::function<void(node::EngineApi::ResultCallback)> &command)
+ControlResponse EngineControl::withResult(const std::function<void(host::EngineApi::ResultCallback)> &command)
 {
     auto result = std::make_shared<std::promise<std::string>>();
     auto future = result->get_future();
@@ -91,7 +91,7 @@ ControlResponse EngineControl::statusAfter(int64_t sequence)
 {
     // Commands are queued to the engine's thread: answer with the state they made.
     const auto deadline = std::chrono::steady_clock::now() + kPublishWait;
-    node::EngineSnapshot s = m_engine.snapshot();
+    host::EngineSnapshot s = m_engine.snapshot();
     while (s.sequence == sequence && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         s = m_engine.snapshot();
@@ -235,7 +235,7 @@ ControlResponse EngineControl::route(const ControlRequest &r)
 
 std::string EngineControl::metrics() const
 {
-    const node::EngineSnapshot s = m_engine.snapshot();
+    const host::EngineSnapshot s = m_engine.snapshot();
     PrometheusText m;
     using Type = PrometheusText::Type;
     m.gauge("rookery_node_info", "This node: its software version and mode (idle, local or swarm).", 1,

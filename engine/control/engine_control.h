@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/control/control_server.h"
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 
 namespace rookery::control {
 
@@ -49,7 +49,7 @@ struct EngineControlOptions
 class EngineControl
 {
 public:
-    EngineControl(node::EngineApi &engine, EngineControlOptions options = {});
+    EngineControl(host::EngineApi &engine, EngineControlOptions options = {});
 
     /// The routes above, for ControlServer.
     ControlResponse handle(const ControlRequest &request);
@@ -63,17 +63,17 @@ private:
     ControlResponse settingsCommand(const ControlRequest &request);
     ControlResponse jobCommand(const ControlRequest &request);
     /// Runs `command` and waits up to resultWait for its result.
-    ControlResponse withResult(const std::function<void(node::EngineApi::ResultCallback)> &command);
+    ControlResponse withResult(const std::function<void(host::EngineApi::ResultCallback)> &command);
     /// The status once the engine published what a command changed (bounded wait).
     ControlResponse statusAfter(int64_t sequence);
     void note(const std::string &message);
     void drainEngineEvents();
 
-    node::EngineApi &m_engine;
+    host::EngineApi &m_engine;
     const EngineControlOptions m_options;
     const int64_t m_startedAtMs;
     mutable std::mutex m_mutex;
-    std::deque<node::EngineEvent> m_events;
+    std::deque<host::EngineEvent> m_events;
     int64_t m_nextEvent = 0; ///< the sequence number the next event gets
 };
 

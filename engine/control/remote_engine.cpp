@@ -18,7 +18,7 @@
 namespace rookery::control {
 namespace {
 
-using Level = node::EngineEvent::Level;
+using Level = host::EngineEvent::Level;
 
 constexpr size_t kMaxEvents = 1024;
 
@@ -67,8 +67,8 @@ struct RemoteEngine::Impl
     std::condition_variable wake;
     std::deque<std::function<void()>> commands;
     bool stopping = false;
-    node::EngineSnapshot snapshot;
-    std::deque<node::EngineEvent> events;
+    host::EngineSnapshot snapshot;
+    std::deque<host::EngineEvent> events;
     std::map<std::string, std::string> settings;
     std::function<void()> notifier;
     bool connected = false;
@@ -88,6 +88,15 @@ struct RemoteEngine::Impl
             commands.push_back(std::move(command));
         }
         wake.notify_all();
+    }
+
+    /// A command without a result: a failure shows in the event log.
+    void tell(std::string path, std::string verb)
+    {
+        post([this, path = std::move(path), verb = std::move(verb)] {
+            if (const std::string error = command("POST", path); !error.empty())
+                say(Level::Error, "could not " + verb + " the headless node: " + error);
+        });
     }
 
     /// A command with a result: sent in order on the worker, the node's answer to `done`.
@@ -183,7 +192,7 @@ void RemoteEngine::Impl::poll()
         const HttpReply status = call("GET", "/v1/status");
         if (status.status != 200)
             throw Error("the node answered GET /v1/status with " + errorText(status));
-        node::EngineSnapshot next = snapshotFromJson(status.body);
+        host::EngineSnapshot next = snapshotFromJson(status.body);
         const HttpReply page = call("GET", "/v1/events?after=" + std::to_string(eventsAfter));
         const EventPage p = page.status == 200 ? eventPageFromJson(page.body) : EventPage{eventsAfter, {}};
         // A node that restarted counts its events from 0 again.
@@ -314,30 +323,11 @@ void RemoteEngine::startDemoSwarm(int nodes, ResultCallback done)
 
 void RemoteEngine::stopTraining(ResultCallback done) { d->send("POST", "/v1/stop", {}, std::move(done)); }
 
-void RemoteEngine::pause()
-{
-    d->post([impl = d.get()] {
-        if (const std::string error = impl->command("POST", "/v1/pause"); !error.empty())
-            impl->say(Level::Error, "could not pause the headless node: " + error);
-    });
-}
+void RemoteEngine::pause() { d->tell("/v1/pause", "pause"); }
 
-void RemoteEngine::resume()
-{
-    d->post([impl = d.get()] {
-        if (const std::string error = impl->command("POST", "/v1/resume"); !error.empty())
-            impl->say(Level::Error, "could not resume the headless node: " + error);
-    });
-}
+void RemoteEngine::resume() { d->tell("/v1/resume", "resume"); }
 
-void RemoteEngine::snooze(int minutes)
-{
-    d->post([impl = d.get(), minutes] {
-        if (const std::string error = impl->command("POST", "/v1/snooze?minutes=" + std::to_string(minutes));
-            !error.empty())
-            impl->say(Level::Error, "could not snooze the headless node: " + error);
-    });
-}
+void RemoteEngine::snooze(int minutes) { d->tell("/v1/snooze?minutes=" + std::to_string(minutes), "snooze"); }
 
 std::map<std::string, std::string> RemoteEngine::governorSettings() const
 {
@@ -365,16 +355,16 @@ void RemoteEngine::deleteCheckpoint(int64_t id, ResultCallback done)
     d->send("POST", "/v1/checkpoints/delete?id=" + std::to_string(id), {}, std::move(done));
 }
 
-node::EngineSnapshot RemoteEngine::snapshot() const
+host::EngineSnapshot RemoteEngine::snapshot() const
 {
     std::lock_guard lock(d->mutex);
     return d->snapshot;
 }
 
-std::vector<node::EngineEvent> RemoteEngine::takeEvents()
+std::vector<host::EngineEvent> RemoteEngine::takeEvents()
 {
     std::lock_guard lock(d->mutex);
-    std::vector<node::EngineEvent> out(d->events.begin(), d->events.end());
+    std::vector<host::EngineEvent> out(d->events.begin(), d->events.end());
     d->events.clear();
     return out;
 }

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 
 namespace rookery::control {
 
@@ -42,7 +42,7 @@ struct RemoteTarget
 /// token, the snapshot says so in lastError and the worker keeps trying.
 ///
 /// Thread safety: as EngineApi; callbacks and the notifier come from the worker thread.
-class RemoteEngine final : public node::EngineApi
+class RemoteEngine final : public host::EngineApi
 {
 public:
     explicit RemoteEngine(RemoteTarget target, std::chrono::milliseconds pollInterval = std::chrono::milliseconds(500));
@@ -62,8 +62,8 @@ public:
     void applyGovernorSettings(const std::map<std::string, std::string> &settings, ResultCallback done) override;
     void resumeCheckpoint(int64_t id, ResultCallback done) override;
     void deleteCheckpoint(int64_t id, ResultCallback done) override;
-    node::EngineSnapshot snapshot() const override;
-    std::vector<node::EngineEvent> takeEvents() override;
+    host::EngineSnapshot snapshot() const override;
+    std::vector<host::EngineEvent> takeEvents() override;
     void setNotifier(std::function<void()> notify) override;
 
     /// True while the last exchange with the node succeeded.

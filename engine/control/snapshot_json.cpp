@@ -5,7 +5,7 @@
 
 #include "engine/common/error.h"
 
-namespace rookery::node {
+namespace rookery::host {
 
 // nlohmann finds these by argument-dependent lookup, so they live in the types' namespace.
 NLOHMANN_JSON_SERIALIZE_ENUM(PeerLinkView::Kind,
@@ -33,7 +33,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineSnapshot, sequence, consen
                                                 governor, training, contribution, peers, links, checkpoints, lastError)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineEvent, timeMs, level, area, message)
 
-} // namespace rookery::node
+} // namespace rookery::host
 
 namespace rookery::control {
 namespace {
@@ -58,14 +58,14 @@ template <typename T> T convert(const nlohmann::json &json, const char *what)
 
 } // namespace
 
-std::string toJson(const node::EngineSnapshot &snapshot) { return nlohmann::json(snapshot).dump(); }
+std::string toJson(const host::EngineSnapshot &snapshot) { return nlohmann::json(snapshot).dump(); }
 
-node::EngineSnapshot snapshotFromJson(const std::string &json)
+host::EngineSnapshot snapshotFromJson(const std::string &json)
 {
     const auto j = parse(json, "snapshot");
     if (!j.is_object())
         throw Error("not a snapshot document: not a JSON object");
-    return convert<node::EngineSnapshot>(j, "snapshot");
+    return convert<host::EngineSnapshot>(j, "snapshot");
 }
 
 std::string toJson(const EventPage &page)
@@ -80,7 +80,7 @@ EventPage eventPageFromJson(const std::string &json)
         throw Error("not an event page: 'next' and 'events' are needed");
     EventPage page;
     page.next = convert<int64_t>(j["next"], "event page");
-    page.events = convert<std::vector<node::EngineEvent>>(j["events"], "event page");
+    page.events = convert<std::vector<host::EngineEvent>>(j["events"], "event page");
     return page;
 }
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 namespace rookery::control {
 
@@ -14,16 +14,16 @@ namespace rookery::control {
 /// client reads a newer node's documents and the other way round.
 ///
 /// Thread safety: plain functions.
-std::string toJson(const node::EngineSnapshot &snapshot);
+std::string toJson(const host::EngineSnapshot &snapshot);
 /// Throws rookery::Error when `json` is not a snapshot document.
-node::EngineSnapshot snapshotFromJson(const std::string &json);
+host::EngineSnapshot snapshotFromJson(const std::string &json);
 
 /// {"next": N, "events": [...]}: the events after a sequence number, and the number to
 /// ask after next time.
 struct EventPage
 {
     int64_t next = 0;
-    std::vector<node::EngineEvent> events;
+    std::vector<host::EngineEvent> events;
 };
 std::string toJson(const EventPage &page);
 EventPage eventPageFromJson(const std::string &json);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // What the coordinator tells a node: the run it trains and its place in the swarm.
-// Plain values, free of LibTorch, Boost and the wire schema, for engine/node and the UI.
+// Plain values, free of LibTorch, Boost and the wire schema, for the node host, the swarm participant and the UI.
 #pragma once
 
 #include <chrono>

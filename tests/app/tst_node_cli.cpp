@@ -33,7 +33,7 @@ private Q_SLOTS:
         const auto r = parse({}, &o);
         QVERIFY2(r.run, r.error.c_str());
         QVERIFY(r.printed.empty());
-        const rookery::node::LocalRunSettings defaults;
+        const rookery::host::WholeModelSettings defaults;
         QCOMPARE(o.local.steps, defaults.steps);
         QCOMPARE(o.local.model, std::string("mlp"));
         QCOMPARE(o.local.optimizer, std::string("sgd"));

@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 
 namespace rookery::test {
 
-class FakeEngine : public node::EngineApi
+class FakeEngine : public host::EngineApi
 {
 public:
     /// When true (the default) commands with a result complete at once (on another
@@ -92,17 +92,17 @@ public:
         bumpLocked();
         finishLocked(lock, std::move(done), "");
     }
-    node::EngineSnapshot snapshot() const override
+    host::EngineSnapshot snapshot() const override
     {
         std::lock_guard lock(m_mutex);
         ++m_snapshotReads;
         return m_snapshot;
     }
-    std::vector<node::EngineEvent> takeEvents() override
+    std::vector<host::EngineEvent> takeEvents() override
     {
         std::lock_guard lock(m_mutex);
         ++m_takes;
-        std::vector<node::EngineEvent> out(m_events.begin(), m_events.end());
+        std::vector<host::EngineEvent> out(m_events.begin(), m_events.end());
         m_events.clear();
         return out;
     }
@@ -115,14 +115,14 @@ public:
     // ---- for the test ----
 
     /// Replaces the state (the sequence is advanced, not taken from `s`).
-    void publish(node::EngineSnapshot s)
+    void publish(host::EngineSnapshot s)
     {
         std::lock_guard lock(m_mutex);
         s.sequence = m_snapshot.sequence;
         m_snapshot = std::move(s);
         bumpLocked();
     }
-    void pushEvent(node::EngineEvent e)
+    void pushEvent(host::EngineEvent e)
     {
         std::lock_guard lock(m_mutex);
         m_events.push_back(std::move(e));
@@ -195,7 +195,7 @@ public:
         std::lock_guard lock(m_mutex);
         return m_takes;
     }
-    node::EngineSnapshot state() const
+    host::EngineSnapshot state() const
     {
         std::lock_guard lock(m_mutex);
         return m_snapshot;
@@ -240,8 +240,8 @@ private:
     }
 
     mutable std::mutex m_mutex;
-    node::EngineSnapshot m_snapshot;
-    std::deque<node::EngineEvent> m_events;
+    host::EngineSnapshot m_snapshot;
+    std::deque<host::EngineEvent> m_events;
     std::function<void()> m_notify;
     std::map<std::string, std::string> m_settings;
     std::vector<std::map<std::string, std::string>> m_applied;

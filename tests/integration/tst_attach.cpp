@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // What the node itself says, asked with its own token.
-node::EngineSnapshot nodeStatus(const control::ControlEndpoint &e)
+host::EngineSnapshot nodeStatus(const control::ControlEndpoint &e)
 {
     control::ControlClient client("127.0.0.1", e.port, e.token);
     const auto reply = client.request("GET", "/v1/status");

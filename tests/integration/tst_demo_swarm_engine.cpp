@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "engine/node/node_engine.h"
+#include "engine/host/node_engine.h"
 #include "tests/support/command_result.h"
 #include "tests/support/test_support.h"
 
@@ -27,10 +27,10 @@ class TestDemoSwarmEngine : public QObject
     Q_OBJECT
 
     QTemporaryDir m_dir;
-    std::unique_ptr<node::NodeEngine> m_engine;
+    std::unique_ptr<host::NodeEngine> m_engine;
 
-    node::EngineSnapshot snap() const { return m_engine->snapshot(); }
-    bool eventually(const std::function<bool(const node::EngineSnapshot &)> &p)
+    host::EngineSnapshot snap() const { return m_engine->snapshot(); }
+    bool eventually(const std::function<bool(const host::EngineSnapshot &)> &p)
     {
         return test::waitFor([&] { return p(snap()); }, kLong);
     }
@@ -39,13 +39,13 @@ private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(m_dir.isValid());
-        node::NodeEngineSettings s;
+        host::NodeEngineSettings s;
         s.dataDir = m_dir.path().toStdString();
         s.datasetDir = test::fashionMnistDir();
         s.binDir = QFileInfo(test::programPath(QStringLiteral("rookery-node"))).absolutePath().toStdString();
         s.demo.coordinatorArgs = {"--steps", "100000", "--first-plan-delay-ms", "60000"}; // a long run
         s.publishInterval = 100ms;
-        m_engine = std::make_unique<node::NodeEngine>(s);
+        m_engine = std::make_unique<host::NodeEngine>(s);
         test::CommandResult r;
         m_engine->applyGovernorSettings({{"pause-on-battery", "false"}}, r.callback());
         QCOMPARE(r.wait(kLong), std::string());
@@ -70,7 +70,7 @@ private Q_SLOTS:
         QVERIFY(!s.assignment.layers.empty());
         QCOMPARE(std::count_if(s.peers.begin(), s.peers.end(), [](const auto &p) { return p.self; }), 1L);
         QVERIFY(std::any_of(s.links.begin(), s.links.end(),
-                            [](const auto &l) { return l.kind == node::PeerLinkView::Kind::Pipeline; }));
+                            [](const auto &l) { return l.kind == host::PeerLinkView::Kind::Pipeline; }));
     }
 
     void pauseHoldsThisNodesStage()

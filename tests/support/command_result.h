@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 #include "tests/support/test_support.h"
 
 namespace rookery::test {
@@ -19,7 +19,7 @@ namespace rookery::test {
 class CommandResult
 {
 public:
-    node::EngineApi::ResultCallback callback()
+    host::EngineApi::ResultCallback callback()
     {
         return [state = m_state](const std::string &error) {
             std::lock_guard lock(state->mutex);

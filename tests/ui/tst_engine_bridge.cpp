@@ -14,9 +14,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-node::EngineEvent makeEvent(const std::string &message)
+host::EngineEvent makeEvent(const std::string &message)
 {
-    node::EngineEvent e;
+    host::EngineEvent e;
     e.message = message;
     e.area = "train";
     return e;
@@ -39,13 +39,13 @@ private Q_SLOTS:
         bridge.pollNow();
         bridge.pollNow();
         QCOMPARE(spy.count(), 1);
-        node::EngineSnapshot s;
+        host::EngineSnapshot s;
         s.training.step = 42;
         fake->publish(s);
         bridge.pollNow();
         QCOMPARE(spy.count(), 2);
         QCOMPARE(bridge.snapshot().training.step, int64_t(42));
-        QCOMPARE(spy.last().at(0).value<node::EngineSnapshot>().training.step, int64_t(42));
+        QCOMPARE(spy.last().at(0).value<host::EngineSnapshot>().training.step, int64_t(42));
     }
 
     void pollsOnItsTimer()
@@ -53,7 +53,7 @@ private Q_SLOTS:
         auto fake = std::make_shared<test::FakeEngine>();
         ui::EngineBridge bridge(fake, 20);
         QSignalSpy spy(&bridge, &ui::EngineBridge::snapshotChanged);
-        node::EngineSnapshot s;
+        host::EngineSnapshot s;
         s.training.loss = 1.5;
         fake->publish(s);
         QVERIFY(test::waitFor([&] { return bridge.snapshot().training.loss == 1.5; }, 5s));
@@ -75,7 +75,7 @@ private Q_SLOTS:
         QTest::qWait(50);
         QCOMPARE(fake->takes(), 1);
         QCOMPARE(spy.count(), 1);
-        const auto events = spy.at(0).at(0).value<QList<node::EngineEvent>>();
+        const auto events = spy.at(0).at(0).value<QList<host::EngineEvent>>();
         QCOMPARE(events.size(), 3);
         QCOMPARE(events.at(2).message, std::string("e2"));
 

@@ -27,15 +27,15 @@
 
 using namespace rookery;
 using namespace std::chrono_literals;
-using Kind = node::PeerLinkView::Kind;
-using Level = node::EngineEvent::Level;
+using Kind = host::PeerLinkView::Kind;
+using Level = host::EngineEvent::Level;
 
 namespace {
 
 /// Two clusters of two stages, this computer in cluster 1 stage 2.
-node::EngineSnapshot swarmSnapshot()
+host::EngineSnapshot swarmSnapshot()
 {
-    node::EngineSnapshot s;
+    host::EngineSnapshot s;
     s.consentGiven = true;
     s.running = true;
     s.device.measured = true;
@@ -60,7 +60,7 @@ node::EngineSnapshot swarmSnapshot()
     return s;
 }
 
-node::EngineEvent logEvent(Level level, const std::string &area, const std::string &message)
+host::EngineEvent logEvent(Level level, const std::string &area, const std::string &message)
 {
     return {1'700'000'000'000, level, area, message};
 }
@@ -194,7 +194,7 @@ private Q_SLOTS:
 
     void peerLayoutPutsClustersInColumnsAndStagesInRows()
     {
-        std::vector<node::PeerView> peers = {{"z", "", 2, 1, "", 0, false},
+        std::vector<host::PeerView> peers = {{"z", "", 2, 1, "", 0, false},
                                              {"x", "", 0, 0, "", 0, false},
                                              {"y", "", 0, 1, "", 0, false},
                                              {"w", "", 2, 1, "", 0, false},
@@ -297,7 +297,7 @@ private Q_SLOTS:
     void eventLogIsBounded()
     {
         ui::EventLogModel model(10);
-        QList<node::EngineEvent> events;
+        QList<host::EngineEvent> events;
         for (int i = 0; i < 7; ++i)
             events << logEvent(Level::Info, "train", "e" + std::to_string(i));
         model.append(events);
@@ -305,7 +305,7 @@ private Q_SLOTS:
         QCOMPARE(model.rowCount(), 10);
         QCOMPARE(model.index(9, ui::EventLogModel::MessageColumn).data().toString(), QStringLiteral("e6"));
         QCOMPARE(model.index(0, ui::EventLogModel::MessageColumn).data().toString(), QStringLiteral("e4"));
-        QList<node::EngineEvent> flood;
+        QList<host::EngineEvent> flood;
         for (int i = 0; i < 25; ++i)
             flood << logEvent(Level::Info, "train", "f" + std::to_string(i));
         model.append(flood);

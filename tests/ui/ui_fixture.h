@@ -61,7 +61,7 @@ public:
 
     /// Replaces the engine's whole state with `s` (consent and running flags included)
     /// and syncs.
-    void publish(node::EngineSnapshot s)
+    void publish(host::EngineSnapshot s)
     {
         engine->publish(std::move(s));
         sync();

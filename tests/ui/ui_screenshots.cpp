@@ -14,7 +14,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
-#include "engine/node/node_engine.h"
+#include "engine/host/node_engine.h"
 #include "ui/consent/consent_dialog.h"
 #include "ui/main/desktop_controller.h"
 #include "ui/main/main_window.h"
@@ -77,14 +77,14 @@ int main(int argc, char **argv)
     ui::JoinChoice demo;
     demo.nodes = simulate ? 9 : 4;
     options.startWith = demo;
-    std::shared_ptr<node::EngineApi> engine;
+    std::shared_ptr<host::EngineApi> engine;
     if (simulate) {
         engine = std::make_shared<ui::SimulatedEngine>();
     } else {
-        node::NodeEngineSettings s = node::defaultNodeEngineSettings();
+        host::NodeEngineSettings s = host::defaultNodeEngineSettings();
         s.dataDir = dir.filePath(QStringLiteral("data")).toStdString(); // a first start
         s.binDir = (QApplication::applicationDirPath() + QStringLiteral("/../../app")).toStdString();
-        engine = std::make_shared<node::NodeEngine>(s);
+        engine = std::make_shared<host::NodeEngine>(s);
     }
     ui::DesktopController controller(engine, settings, options);
     controller.start();

@@ -10,9 +10,9 @@ namespace rookery::ui {
 
 void registerEngineMetaTypes()
 {
-    qRegisterMetaType<node::EngineSnapshot>();
-    qRegisterMetaType<node::EngineEvent>();
-    qRegisterMetaType<QList<node::EngineEvent>>();
+    qRegisterMetaType<host::EngineSnapshot>();
+    qRegisterMetaType<host::EngineEvent>();
+    qRegisterMetaType<QList<host::EngineEvent>>();
 }
 
 /// What engine threads hold on to: the bridge while it lives. Posting happens under the
@@ -34,7 +34,7 @@ struct EngineBridge::Link
     }
 };
 
-EngineBridge::EngineBridge(std::shared_ptr<node::EngineApi> engine, int pollMs, QObject *parent)
+EngineBridge::EngineBridge(std::shared_ptr<host::EngineApi> engine, int pollMs, QObject *parent)
     : QObject(parent)
     , m_engine(std::move(engine))
     , m_link(std::make_shared<Link>())
@@ -62,7 +62,7 @@ std::map<std::string, std::string> EngineBridge::governorSettings() const { retu
 
 void EngineBridge::pollNow()
 {
-    node::EngineSnapshot next = m_engine->snapshot();
+    host::EngineSnapshot next = m_engine->snapshot();
     if (m_haveSnapshot && next.sequence == m_snapshot.sequence)
         return;
     m_snapshot = std::move(next);
@@ -74,11 +74,11 @@ void EngineBridge::drainEvents()
 {
     // Clear first: a notification that lands while we take the queue posts a new wake-up.
     m_link->wakePending.store(false);
-    const std::vector<node::EngineEvent> taken = m_engine->takeEvents();
+    const std::vector<host::EngineEvent> taken = m_engine->takeEvents();
     pollNow();
     if (taken.empty())
         return;
-    QList<node::EngineEvent> events(taken.begin(), taken.end());
+    QList<host::EngineEvent> events(taken.begin(), taken.end());
     Q_EMIT eventsArrived(events);
 }
 
@@ -88,7 +88,7 @@ void EngineBridge::pollSoon()
     QTimer::singleShot(60, this, &EngineBridge::pollNow);
 }
 
-node::EngineApi::ResultCallback EngineBridge::hop(const QString &command, Done done)
+host::EngineApi::ResultCallback EngineBridge::hop(const QString &command, Done done)
 {
     return [link = m_link, command, done = std::move(done)](const std::string &error) {
         link->post([command, done, error = QString::fromStdString(error)](EngineBridge *b) {

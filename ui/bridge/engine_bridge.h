@@ -11,7 +11,7 @@
 #include <QString>
 #include <QTimer>
 
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 #include "ui/bridge/engine_types.h"
 
 namespace rookery::ui {
@@ -35,11 +35,11 @@ public:
     using Done = std::function<void(const QString &error)>;
 
     /// Starts polling at once (every `pollMs`, 250-1000 in the app).
-    explicit EngineBridge(std::shared_ptr<node::EngineApi> engine, int pollMs = 500, QObject *parent = nullptr);
+    explicit EngineBridge(std::shared_ptr<host::EngineApi> engine, int pollMs = 500, QObject *parent = nullptr);
     ~EngineBridge() override;
 
     /// The newest snapshot this bridge has copied.
-    const node::EngineSnapshot &snapshot() const { return m_snapshot; }
+    const host::EngineSnapshot &snapshot() const { return m_snapshot; }
     std::map<std::string, std::string> governorSettings() const;
 
     void setConsent(bool given);
@@ -61,20 +61,20 @@ public Q_SLOTS:
     void drainEvents();
 
 Q_SIGNALS:
-    void snapshotChanged(const rookery::node::EngineSnapshot &snapshot);
-    void eventsArrived(const QList<rookery::node::EngineEvent> &events);
+    void snapshotChanged(const rookery::host::EngineSnapshot &snapshot);
+    void eventsArrived(const QList<rookery::host::EngineEvent> &events);
     /// After every command with a result; `error` is empty on success.
     void commandFinished(const QString &command, const QString &error);
 
 private:
     struct Link;
-    node::EngineApi::ResultCallback hop(const QString &command, Done done);
+    host::EngineApi::ResultCallback hop(const QString &command, Done done);
     void pollSoon();
 
-    std::shared_ptr<node::EngineApi> m_engine;
+    std::shared_ptr<host::EngineApi> m_engine;
     std::shared_ptr<Link> m_link; // shared with callbacks on engine threads
     QTimer m_poll;
-    node::EngineSnapshot m_snapshot;
+    host::EngineSnapshot m_snapshot;
     bool m_haveSnapshot = false;
 };
 

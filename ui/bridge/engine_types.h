@@ -8,10 +8,10 @@
 #include <QMetaType>
 #include <QString>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
-Q_DECLARE_METATYPE(rookery::node::EngineSnapshot)
-Q_DECLARE_METATYPE(rookery::node::EngineEvent)
+Q_DECLARE_METATYPE(rookery::host::EngineSnapshot)
+Q_DECLARE_METATYPE(rookery::host::EngineEvent)
 
 namespace rookery::ui {
 

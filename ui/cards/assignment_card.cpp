@@ -17,7 +17,7 @@ AssignmentCard::AssignmentCard(QWidget *parent)
     , m_layers(addRow(tr("Layers")))
 { }
 
-void AssignmentCard::showAssignment(const node::AssignmentView &a)
+void AssignmentCard::showAssignment(const host::AssignmentView &a)
 {
     const QString dash = QStringLiteral("–");
     const bool idle = a.mode.empty() || a.mode == "idle";

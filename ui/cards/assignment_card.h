@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 #include "ui/cards/card.h"
 
 namespace rookery::ui {
@@ -16,7 +16,7 @@ class AssignmentCard : public Card
 
 public:
     explicit AssignmentCard(QWidget *parent = nullptr);
-    void showAssignment(const node::AssignmentView &assignment);
+    void showAssignment(const host::AssignmentView &assignment);
 
     QLabel *stageLabel() const { return m_stage; }
     QLabel *clusterLabel() const { return m_cluster; }

@@ -53,7 +53,7 @@ ContributionCard::ContributionCard(QWidget *parent)
     g->setColumnStretch(2, 1);
 }
 
-void ContributionCard::showContribution(const node::ContributionView &c)
+void ContributionCard::showContribution(const host::ContributionView &c)
 {
     m_samplesToday->setText(toQString(format::count(c.samplesToday)));
     m_samplesTotal->setText(toQString(format::count(c.samplesTotal)));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 #include "ui/cards/card.h"
 
 namespace rookery::ui {
@@ -16,7 +16,7 @@ class ContributionCard : public Card
 
 public:
     explicit ContributionCard(QWidget *parent = nullptr);
-    void showContribution(const node::ContributionView &contribution);
+    void showContribution(const host::ContributionView &contribution);
 
     QLabel *samplesTotalLabel() const { return m_samplesTotal; }
 

@@ -22,7 +22,7 @@ DeviceCard::DeviceCard(QWidget *parent)
     setNote(tr("Not measured yet: Rookery measures this computer before it trains."));
 }
 
-void DeviceCard::showDevice(const node::DeviceView &d)
+void DeviceCard::showDevice(const host::DeviceView &d)
 {
     const QString dash = QStringLiteral("–");
     if (!d.measured) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 #include "ui/cards/card.h"
 
 namespace rookery::ui {
@@ -15,7 +15,7 @@ class DeviceCard : public Card
 
 public:
     explicit DeviceCard(QWidget *parent = nullptr);
-    void showDevice(const node::DeviceView &device);
+    void showDevice(const host::DeviceView &device);
 
     QLabel *processorLabel() const { return m_processor; }
     QLabel *coresLabel() const { return m_cores; }

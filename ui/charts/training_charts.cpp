@@ -22,7 +22,7 @@ TrainingCharts::TrainingCharts(QWidget *parent)
     layout->addWidget(m_loss);
 }
 
-void TrainingCharts::showSnapshot(const node::EngineSnapshot &s, qint64 nowMs)
+void TrainingCharts::showSnapshot(const host::EngineSnapshot &s, qint64 nowMs)
 {
     if (!s.running) {
         m_lastStep = -1;

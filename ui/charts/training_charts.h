@@ -3,7 +3,7 @@
 
 #include <QWidget>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 namespace rookery::ui {
 
@@ -21,7 +21,7 @@ public:
     explicit TrainingCharts(QWidget *parent = nullptr);
 
     /// Adds the snapshot's figures as of `nowMs` (wall clock) if training runs.
-    void showSnapshot(const node::EngineSnapshot &snapshot, qint64 nowMs);
+    void showSnapshot(const host::EngineSnapshot &snapshot, qint64 nowMs);
 
     MetricChart *throughputChart() const { return m_throughput; }
     MetricChart *lossChart() const { return m_loss; }

@@ -20,7 +20,7 @@ namespace {
 
 constexpr int kIdRole = Qt::UserRole + 1;
 
-bool sameList(const std::vector<node::CheckpointView> &a, const std::vector<node::CheckpointView> &b)
+bool sameList(const std::vector<host::CheckpointView> &a, const std::vector<host::CheckpointView> &b)
 {
     if (a.size() != b.size())
         return false;
@@ -80,7 +80,7 @@ CheckpointList::CheckpointList(QWidget *parent)
     updateButtons();
 }
 
-void CheckpointList::showCheckpoints(const std::vector<node::CheckpointView> &list, bool training)
+void CheckpointList::showCheckpoints(const std::vector<host::CheckpointView> &list, bool training)
 {
     m_training = training;
     if (sameList(list, m_shown) && m_tree->topLevelItemCount() == int(list.size()))

@@ -7,7 +7,7 @@
 #include <QPointer>
 #include <QWidget>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 class QMessageBox;
 class QPushButton;
@@ -27,7 +27,7 @@ public:
     explicit CheckpointList(QWidget *parent = nullptr);
 
     /// `training`: whether a job runs now (resuming then replaces it, and says so).
-    void showCheckpoints(const std::vector<node::CheckpointView> &checkpoints, bool training);
+    void showCheckpoints(const std::vector<host::CheckpointView> &checkpoints, bool training);
     /// Selects the row of checkpoint `id`; false if there is none.
     bool select(int64_t id);
 
@@ -50,7 +50,7 @@ private:
     QPushButton *m_resume;
     QPushButton *m_delete;
     QPointer<QMessageBox> m_confirm;
-    std::vector<node::CheckpointView> m_shown;
+    std::vector<host::CheckpointView> m_shown;
     bool m_training = false;
 };
 

@@ -9,7 +9,7 @@ EventLogFilter::EventLogFilter(QObject *parent)
     : QSortFilterProxyModel(parent)
 { }
 
-void EventLogFilter::setMinimumLevel(node::EngineEvent::Level level)
+void EventLogFilter::setMinimumLevel(host::EngineEvent::Level level)
 {
     if (level == m_minimum)
         return;

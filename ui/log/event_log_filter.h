@@ -3,7 +3,7 @@
 
 #include <QSortFilterProxyModel>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 namespace rookery::ui {
 
@@ -18,14 +18,14 @@ class EventLogFilter : public QSortFilterProxyModel
 public:
     explicit EventLogFilter(QObject *parent = nullptr);
 
-    void setMinimumLevel(node::EngineEvent::Level level);
+    void setMinimumLevel(host::EngineEvent::Level level);
     void setText(const QString &text);
 
 protected:
     bool filterAcceptsRow(int sourceRow, const QModelIndex &sourceParent) const override;
 
 private:
-    node::EngineEvent::Level m_minimum = node::EngineEvent::Level::Info;
+    host::EngineEvent::Level m_minimum = host::EngineEvent::Level::Info;
     QString m_text;
 };
 

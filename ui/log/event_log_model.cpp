@@ -15,7 +15,7 @@ EventLogModel::EventLogModel(int capacity, QObject *parent)
     , m_capacity(std::max(1, capacity))
 { }
 
-void EventLogModel::append(const QList<node::EngineEvent> &events)
+void EventLogModel::append(const QList<host::EngineEvent> &events)
 {
     if (events.isEmpty())
         return;
@@ -34,9 +34,9 @@ void EventLogModel::append(const QList<node::EngineEvent> &events)
     endInsertRows();
 }
 
-void EventLogModel::appendApp(node::EngineEvent::Level level, const QString &message)
+void EventLogModel::appendApp(host::EngineEvent::Level level, const QString &message)
 {
-    node::EngineEvent e;
+    host::EngineEvent e;
     e.timeMs = QDateTime::currentMSecsSinceEpoch();
     e.level = level;
     e.area = "app";
@@ -48,16 +48,16 @@ int EventLogModel::rowCount(const QModelIndex &parent) const { return parent.isV
 
 int EventLogModel::columnCount(const QModelIndex &parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
-QString EventLogModel::levelName(node::EngineEvent::Level level)
+QString EventLogModel::levelName(host::EngineEvent::Level level)
 {
     switch (level) {
-    case node::EngineEvent::Level::Debug:
+    case host::EngineEvent::Level::Debug:
         return tr("debug");
-    case node::EngineEvent::Level::Info:
+    case host::EngineEvent::Level::Info:
         return tr("info");
-    case node::EngineEvent::Level::Warning:
+    case host::EngineEvent::Level::Warning:
         return tr("warning");
-    case node::EngineEvent::Level::Error:
+    case host::EngineEvent::Level::Error:
         return tr("error");
     }
     return {};
@@ -71,9 +71,9 @@ QVariant EventLogModel::data(const QModelIndex &index, int role) const
     if (role == LevelRole)
         return int(e.level);
     if (role == Qt::ForegroundRole && index.column() == LevelColumn) {
-        if (e.level == node::EngineEvent::Level::Error)
+        if (e.level == host::EngineEvent::Level::Error)
             return stateColor("error");
-        if (e.level == node::EngineEvent::Level::Warning)
+        if (e.level == host::EngineEvent::Level::Warning)
             return stateColor("paused");
         return {};
     }

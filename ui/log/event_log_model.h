@@ -6,7 +6,7 @@
 #include <QAbstractTableModel>
 #include <QList>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 namespace rookery::ui {
 
@@ -25,20 +25,20 @@ public:
 
     explicit EventLogModel(int capacity = 5000, QObject *parent = nullptr);
 
-    void append(const QList<node::EngineEvent> &events);
+    void append(const QList<host::EngineEvent> &events);
     /// A line from the app itself (area "app").
-    void appendApp(node::EngineEvent::Level level, const QString &message);
+    void appendApp(host::EngineEvent::Level level, const QString &message);
 
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-    static QString levelName(node::EngineEvent::Level level);
+    static QString levelName(host::EngineEvent::Level level);
 
 private:
     int m_capacity;
-    std::deque<node::EngineEvent> m_rows;
+    std::deque<host::EngineEvent> m_rows;
 };
 
 } // namespace rookery::ui

@@ -15,7 +15,7 @@
 
 namespace rookery::ui {
 
-using Level = node::EngineEvent::Level;
+using Level = host::EngineEvent::Level;
 
 EventLogView::EventLogView(QWidget *parent)
     : QWidget(parent)
@@ -80,7 +80,7 @@ bool EventLogView::atBottom() const
     return bar->value() >= bar->maximum() - 2;
 }
 
-void EventLogView::append(const QList<node::EngineEvent> &events)
+void EventLogView::append(const QList<host::EngineEvent> &events)
 {
     const bool follow = atBottom();
     m_model->append(events);

@@ -4,7 +4,7 @@
 #include <QList>
 #include <QWidget>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 class QComboBox;
 class QLineEdit;
@@ -26,8 +26,8 @@ class EventLogView : public QWidget
 public:
     explicit EventLogView(QWidget *parent = nullptr);
 
-    void append(const QList<node::EngineEvent> &events);
-    void appendApp(node::EngineEvent::Level level, const QString &message);
+    void append(const QList<host::EngineEvent> &events);
+    void appendApp(host::EngineEvent::Level level, const QString &message);
 
     EventLogModel *model() const { return m_model; }
     EventLogFilter *filter() const { return m_filter; }

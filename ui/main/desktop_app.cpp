@@ -164,7 +164,7 @@ int runDesktopApp(int argc, char **argv, const EngineFactory &factory, const Att
     QApplication::setWindowIcon(appIcon());
     Options options = parseOptions(app);
 
-    std::shared_ptr<node::EngineApi> engine;
+    std::shared_ptr<host::EngineApi> engine;
     if (!options.attach.isEmpty()) {
         try {
             if (!attach)

@@ -5,20 +5,20 @@
 #include <memory>
 #include <string>
 
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 
 namespace rookery::ui {
 
 /// Makes the engine the app drives, on the UI thread before the window appears; returns
 /// nullptr when none is available, and the app then runs the SimulatedEngine and says
 /// so in its title and log.
-using EngineFactory = std::function<std::shared_ptr<node::EngineApi>()>;
+using EngineFactory = std::function<std::shared_ptr<host::EngineApi>()>;
 
 /// Makes an engine that drives a headless rookery-node on this machine instead of
 /// training in the app (--attach TARGET [--token-file FILE]): TARGET is the node's data
 /// directory or its control port. Throws rookery::Error when TARGET makes no sense.
 using AttachFactory =
-    std::function<std::shared_ptr<node::EngineApi>(const std::string &target, const std::string &tokenFile)>;
+    std::function<std::shared_ptr<host::EngineApi>(const std::string &target, const std::string &tokenFile)>;
 
 /// The whole desktop app: parses the command line (--help, --version, --minimized,
 /// --demo-swarm, --join, --local, --settings, --simulate, --attach, --token-file),

@@ -22,9 +22,9 @@
 
 namespace rookery::ui {
 
-using Level = node::EngineEvent::Level;
+using Level = host::EngineEvent::Level;
 
-DesktopController::DesktopController(std::shared_ptr<node::EngineApi> engine, QSettings &settings,
+DesktopController::DesktopController(std::shared_ptr<host::EngineApi> engine, QSettings &settings,
                                      DesktopOptions options, QObject *parent)
     : QObject(parent)
     , m_settings(settings)
@@ -40,7 +40,7 @@ DesktopController::DesktopController(std::shared_ptr<node::EngineApi> engine, QS
     m_window->setSimulation(m_options.simulation);
     m_window->actions().darkTheme->setChecked(currentTheme() == Theme::Dark);
     connect(m_quit, &QuitSequence::done, this, &DesktopController::quitDone);
-    connect(m_bridge, &EngineBridge::snapshotChanged, this, [this](const node::EngineSnapshot &s) {
+    connect(m_bridge, &EngineBridge::snapshotChanged, this, [this](const host::EngineSnapshot &s) {
         m_window->showSnapshot(s);
         m_tray->showSnapshot(s);
     });

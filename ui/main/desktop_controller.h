@@ -7,7 +7,7 @@
 #include <QObject>
 #include <QPointer>
 
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 #include "ui/consent/consent_store.h"
 #include "ui/join/join_choice.h"
 #include "ui/settings/governor_settings_store.h"
@@ -50,7 +50,7 @@ class DesktopController : public QObject
     Q_OBJECT
 
 public:
-    DesktopController(std::shared_ptr<node::EngineApi> engine, QSettings &settings, DesktopOptions options,
+    DesktopController(std::shared_ptr<host::EngineApi> engine, QSettings &settings, DesktopOptions options,
                       QObject *parent = nullptr);
     ~DesktopController() override;
 

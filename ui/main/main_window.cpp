@@ -98,7 +98,7 @@ QWidget *MainWindow::makeCards()
     return scroll;
 }
 
-void MainWindow::showSnapshot(const node::EngineSnapshot &s)
+void MainWindow::showSnapshot(const host::EngineSnapshot &s)
 {
     m_banner->showSnapshot(s);
     m_device->showDevice(s.device);
@@ -114,7 +114,7 @@ void MainWindow::showSnapshot(const node::EngineSnapshot &s)
     updateTitle();
 }
 
-void MainWindow::updateActions(const node::EngineSnapshot &s)
+void MainWindow::updateActions(const host::EngineSnapshot &s)
 {
     const bool paused = pausedByUser(s);
     const bool active = s.consentGiven && s.running;
@@ -146,9 +146,9 @@ void MainWindow::setSimulation(bool simulation)
     updateTitle();
 }
 
-void MainWindow::appendEvents(const QList<node::EngineEvent> &events) { m_log->append(events); }
+void MainWindow::appendEvents(const QList<host::EngineEvent> &events) { m_log->append(events); }
 
-void MainWindow::appendAppEvent(node::EngineEvent::Level level, const QString &message)
+void MainWindow::appendAppEvent(host::EngineEvent::Level level, const QString &message)
 {
     m_log->appendApp(level, message);
 }

@@ -4,7 +4,7 @@
 #include <QList>
 #include <QMainWindow>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 #include "ui/main/main_actions.h"
 
 class QLabel;
@@ -33,9 +33,9 @@ class MainWindow : public QMainWindow
 public:
     explicit MainWindow(QWidget *parent = nullptr);
 
-    void showSnapshot(const node::EngineSnapshot &snapshot);
-    void appendEvents(const QList<node::EngineEvent> &events);
-    void appendAppEvent(node::EngineEvent::Level level, const QString &message);
+    void showSnapshot(const host::EngineSnapshot &snapshot);
+    void appendEvents(const QList<host::EngineEvent> &events);
+    void appendAppEvent(host::EngineEvent::Level level, const QString &message);
     /// Marks the window as running against the simulated engine.
     void setSimulation(bool simulation);
     /// Lets the next close event close the window (after Quit has finished).
@@ -64,7 +64,7 @@ protected:
 
 private:
     QWidget *makeCards();
-    void updateActions(const node::EngineSnapshot &snapshot);
+    void updateActions(const host::EngineSnapshot &snapshot);
     void updateTitle();
 
     MainActions m_actions;

@@ -102,7 +102,7 @@ void StatusBanner::setAction(Action action)
     m_action->setAccessibleName(tr(a.name));
 }
 
-void StatusBanner::showSnapshot(const node::EngineSnapshot &s)
+void StatusBanner::showSnapshot(const host::EngineSnapshot &s)
 {
     const StatusText status = statusText(s);
     if (status.state != m_state) {

@@ -3,7 +3,7 @@
 
 #include <QFrame>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 class QLabel;
 class QPushButton;
@@ -21,7 +21,7 @@ class StatusBanner : public QFrame
 
 public:
     explicit StatusBanner(QWidget *parent = nullptr);
-    void showSnapshot(const node::EngineSnapshot &snapshot);
+    void showSnapshot(const host::EngineSnapshot &snapshot);
 
     QLabel *headlineLabel() const { return m_headline; }
     QLabel *detailLabel() const { return m_detail; }

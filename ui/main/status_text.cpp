@@ -15,14 +15,14 @@ qint64 now() { return QDateTime::currentMSecsSinceEpoch(); }
 
 } // namespace
 
-bool pausedByUser(const node::EngineSnapshot &s, qint64 nowMs)
+bool pausedByUser(const host::EngineSnapshot &s, qint64 nowMs)
 {
     return s.governor.pausedByUser || s.governor.snoozedUntilMs > nowMs;
 }
 
-bool pausedByUser(const node::EngineSnapshot &s) { return pausedByUser(s, now()); }
+bool pausedByUser(const host::EngineSnapshot &s) { return pausedByUser(s, now()); }
 
-StatusText statusText(const node::EngineSnapshot &s, qint64 nowMs)
+StatusText statusText(const host::EngineSnapshot &s, qint64 nowMs)
 {
     const auto &g = s.governor;
     if (!s.consentGiven)
@@ -47,6 +47,6 @@ StatusText statusText(const node::EngineSnapshot &s, qint64 nowMs)
     return {"running", tr("Training"), reason};
 }
 
-StatusText statusText(const node::EngineSnapshot &s) { return statusText(s, now()); }
+StatusText statusText(const host::EngineSnapshot &s) { return statusText(s, now()); }
 
 } // namespace rookery::ui

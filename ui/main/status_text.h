@@ -5,7 +5,7 @@
 
 #include <QString>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 namespace rookery::ui {
 
@@ -17,11 +17,11 @@ struct StatusText
     QString detail;    ///< the governor's reason or what to do next
 };
 
-StatusText statusText(const node::EngineSnapshot &snapshot, qint64 nowMs);
-StatusText statusText(const node::EngineSnapshot &snapshot);
+StatusText statusText(const host::EngineSnapshot &snapshot, qint64 nowMs);
+StatusText statusText(const host::EngineSnapshot &snapshot);
 
 /// Paused by the person: paused outright or snoozed until later than `nowMs`.
-bool pausedByUser(const node::EngineSnapshot &snapshot, qint64 nowMs);
-bool pausedByUser(const node::EngineSnapshot &snapshot);
+bool pausedByUser(const host::EngineSnapshot &snapshot, qint64 nowMs);
+bool pausedByUser(const host::EngineSnapshot &snapshot);
 
 } // namespace rookery::ui

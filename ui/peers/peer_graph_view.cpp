@@ -94,14 +94,14 @@ PeerGraphView::PeerGraphView(QWidget *parent)
     rebuild();
 }
 
-int PeerGraphView::linkCount(node::PeerLinkView::Kind kind) const
+int PeerGraphView::linkCount(host::PeerLinkView::Kind kind) const
 {
     const auto it = m_linkCounts.find(kind);
     return it == m_linkCounts.end() ? 0 : it->second;
 }
 
-std::string PeerGraphView::shapeKey(const std::vector<node::PeerView> &peers,
-                                    const std::vector<node::PeerLinkView> &links)
+std::string PeerGraphView::shapeKey(const std::vector<host::PeerView> &peers,
+                                    const std::vector<host::PeerLinkView> &links)
 {
     std::string key;
     for (const auto &p : peers)
@@ -109,11 +109,11 @@ std::string PeerGraphView::shapeKey(const std::vector<node::PeerView> &peers,
                (p.self ? "*" : "") + '\x1e';
     key += '\x1d';
     for (const auto &l : links)
-        key += l.from + '>' + l.to + (l.kind == node::PeerLinkView::Kind::Ring ? "r" : "p") + '\x1e';
+        key += l.from + '>' + l.to + (l.kind == host::PeerLinkView::Kind::Ring ? "r" : "p") + '\x1e';
     return key;
 }
 
-void PeerGraphView::showPeers(const std::vector<node::PeerView> &peers, const std::vector<node::PeerLinkView> &links)
+void PeerGraphView::showPeers(const std::vector<host::PeerView> &peers, const std::vector<host::PeerLinkView> &links)
 {
     std::string shape = shapeKey(peers, links);
     m_peers = peers;
@@ -196,7 +196,7 @@ void PeerGraphView::addLinks(const PeerLayout &layout)
             continue; // a link to a peer the snapshot does not list: nothing to draw
         QPainterPath path;
         QPen pen;
-        if (l.kind == node::PeerLinkView::Kind::Pipeline) {
+        if (l.kind == host::PeerLinkView::Kind::Pipeline) {
             path = downward(a->second, b->second);
             if (path.isEmpty())
                 path = straight(a->second, b->second); // not the usual shape: go the direct way

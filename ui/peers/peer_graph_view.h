@@ -7,7 +7,7 @@
 
 #include <QGraphicsView>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 class QGraphicsScene;
 class QLabel;
@@ -30,10 +30,10 @@ class PeerGraphView : public QGraphicsView
 public:
     explicit PeerGraphView(QWidget *parent = nullptr);
 
-    void showPeers(const std::vector<node::PeerView> &peers, const std::vector<node::PeerLinkView> &links);
+    void showPeers(const std::vector<host::PeerView> &peers, const std::vector<host::PeerLinkView> &links);
 
     const std::map<std::string, PeerNodeItem *> &peerItems() const { return m_items; }
-    int linkCount(node::PeerLinkView::Kind kind) const;
+    int linkCount(host::PeerLinkView::Kind kind) const;
     int clusterCount() const { return m_clusterCount; }
     /// How many times the scene was rebuilt (tests check updates do not rebuild).
     int rebuildCount() const { return m_rebuilds; }
@@ -47,14 +47,14 @@ private:
     void addClusters(const PeerLayout &layout);
     void addLinks(const PeerLayout &layout);
     void fit();
-    static std::string shapeKey(const std::vector<node::PeerView> &peers, const std::vector<node::PeerLinkView> &links);
+    static std::string shapeKey(const std::vector<host::PeerView> &peers, const std::vector<host::PeerLinkView> &links);
 
     QGraphicsScene *m_scene;
-    std::vector<node::PeerView> m_peers;
-    std::vector<node::PeerLinkView> m_links;
+    std::vector<host::PeerView> m_peers;
+    std::vector<host::PeerLinkView> m_links;
     std::string m_shape;
     std::map<std::string, PeerNodeItem *> m_items;
-    std::map<node::PeerLinkView::Kind, int> m_linkCounts;
+    std::map<host::PeerLinkView::Kind, int> m_linkCounts;
     int m_clusterCount = 0;
     int m_rebuilds = 0;
 };

@@ -5,7 +5,7 @@
 
 namespace rookery::ui {
 
-PeerLayout layoutPeers(const std::vector<node::PeerView> &peers)
+PeerLayout layoutPeers(const std::vector<host::PeerView> &peers)
 {
     PeerLayout out;
     // cluster -> stage -> peer ids

@@ -8,7 +8,7 @@
 #include <QPointF>
 #include <QRectF>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 namespace rookery::ui {
 
@@ -42,6 +42,6 @@ struct PeerLayout
 };
 
 /// Lays out `peers` (any order); clusters sorted by id, peers in a cell by id.
-PeerLayout layoutPeers(const std::vector<node::PeerView> &peers);
+PeerLayout layoutPeers(const std::vector<host::PeerView> &peers);
 
 } // namespace rookery::ui

@@ -14,7 +14,7 @@
 
 namespace rookery::ui {
 
-PeerNodeItem::PeerNodeItem(const node::PeerView &peer, const QColor &textColor, const QColor &ringColor)
+PeerNodeItem::PeerNodeItem(const host::PeerView &peer, const QColor &textColor, const QColor &ringColor)
     : QGraphicsEllipseItem(-PeerLayout::kNodeRadius, -PeerLayout::kNodeRadius, 2 * PeerLayout::kNodeRadius,
                            2 * PeerLayout::kNodeRadius)
     , m_label(new QGraphicsSimpleTextItem(this))
@@ -41,7 +41,7 @@ PeerNodeItem::PeerNodeItem(const node::PeerView &peer, const QColor &textColor, 
     setPeer(peer);
 }
 
-void PeerNodeItem::setPeer(const node::PeerView &peer)
+void PeerNodeItem::setPeer(const host::PeerView &peer)
 {
     m_peer = peer;
     const QColor fill = stateColor(peer.state);

@@ -4,7 +4,7 @@
 #include <QBrush>
 #include <QGraphicsEllipseItem>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 class QGraphicsSimpleTextItem;
 
@@ -19,16 +19,16 @@ class PeerNodeItem : public QGraphicsEllipseItem
 public:
     enum { Type = UserType + 1 };
 
-    PeerNodeItem(const node::PeerView &peer, const QColor &textColor, const QColor &ringColor);
+    PeerNodeItem(const host::PeerView &peer, const QColor &textColor, const QColor &ringColor);
 
     int type() const override { return Type; }
     /// Updates colour and tooltip (structure unchanged).
-    void setPeer(const node::PeerView &peer);
-    const node::PeerView &peer() const { return m_peer; }
+    void setPeer(const host::PeerView &peer);
+    const host::PeerView &peer() const { return m_peer; }
     QColor fillColor() const { return brush().color(); }
 
 private:
-    node::PeerView m_peer;
+    host::PeerView m_peer;
     QGraphicsSimpleTextItem *m_label;
 };
 

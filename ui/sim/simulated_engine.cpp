@@ -20,9 +20,9 @@ constexpr double kSamplesPerCore = 2500; // invented throughput at 100% CPU
 constexpr int64_t kBatch = 64;
 constexpr int64_t kTotalSteps = 20000;
 
-node::DeviceView probeLightly()
+host::DeviceView probeLightly()
 {
-    node::DeviceView d;
+    host::DeviceView d;
     d.measured = true;
     std::ifstream cpuinfo("/proc/cpuinfo");
     for (std::string line; std::getline(cpuinfo, line);)
@@ -113,7 +113,7 @@ void SimulatedEngine::tick(double seconds)
     const bool snoozed = s.governor.snoozedUntilMs > nowMs();
     if (!snoozed && s.governor.snoozedUntilMs > 0) {
         s.governor.snoozedUntilMs = 0;
-        say(node::EngineEvent::Level::Info, "governor", "snooze over: training resumes");
+        say(host::EngineEvent::Level::Info, "governor", "snooze over: training resumes");
     }
     const bool working = s.running && !s.governor.pausedByUser && !snoozed;
     s.governor.state = !s.running ? "stopped" : working ? (m_cpuPercent < 100 ? "throttled" : "running") : "paused";
@@ -192,9 +192,9 @@ void SimulatedEngine::begin(const std::string &mode, const std::string &swarm, i
                 if (clusters > 2 || c == 0)
                     s.links.push_back({"p" + std::to_string(c * 3 + k),
                                        "p" + std::to_string(((c + 1) % clusters) * 3 + k),
-                                       node::PeerLinkView::Kind::Ring});
+                                       host::PeerLinkView::Kind::Ring});
     }
-    say(node::EngineEvent::Level::Info, "train",
+    say(host::EngineEvent::Level::Info, "train",
         "training " + a.model + " from step " + std::to_string(fromStep) + " (" + mode + ")");
 }
 
@@ -209,12 +209,12 @@ void SimulatedEngine::end(const char *why)
     m_state.assignment.mode = "idle";
     m_state.peers.clear();
     m_state.links.clear();
-    say(node::EngineEvent::Level::Info, "train", std::string("stopped: ") + why);
+    say(host::EngineEvent::Level::Info, "train", std::string("stopped: ") + why);
 }
 
 void SimulatedEngine::saveCheckpoint()
 {
-    node::CheckpointView c;
+    host::CheckpointView c;
     c.id = m_nextCheckpointId++;
     c.run = m_state.assignment.mode == "local" ? "local" : "swarm";
     c.step = m_state.training.step;
@@ -225,10 +225,10 @@ void SimulatedEngine::saveCheckpoint()
     list.insert(list.begin(), c);
     if (list.size() > 5)
         list.resize(5);
-    say(node::EngineEvent::Level::Info, "store", "checkpoint saved at step " + std::to_string(c.step));
+    say(host::EngineEvent::Level::Info, "store", "checkpoint saved at step " + std::to_string(c.step));
 }
 
-void SimulatedEngine::say(node::EngineEvent::Level level, const char *area, std::string message)
+void SimulatedEngine::say(host::EngineEvent::Level level, const char *area, std::string message)
 {
     std::lock_guard lock(m_mutex);
     m_events.push_back({nowMs(), level, area, std::move(message)});
@@ -324,7 +324,7 @@ void SimulatedEngine::pause()
 {
     post([this] {
         m_state.governor.pausedByUser = true;
-        say(node::EngineEvent::Level::Info, "governor", "paused by you");
+        say(host::EngineEvent::Level::Info, "governor", "paused by you");
         tick(0);
         publish(true);
     });
@@ -335,7 +335,7 @@ void SimulatedEngine::resume()
     post([this] {
         m_state.governor.pausedByUser = false;
         m_state.governor.snoozedUntilMs = 0;
-        say(node::EngineEvent::Level::Info, "governor", "resumed by you");
+        say(host::EngineEvent::Level::Info, "governor", "resumed by you");
         tick(0);
         publish(true);
     });
@@ -345,7 +345,7 @@ void SimulatedEngine::snooze(int minutes)
 {
     post([this, minutes] {
         m_state.governor.snoozedUntilMs = nowMs() + int64_t(minutes) * 60'000;
-        say(node::EngineEvent::Level::Info, "governor", "snoozed for " + std::to_string(minutes) + " minutes");
+        say(host::EngineEvent::Level::Info, "governor", "snoozed for " + std::to_string(minutes) + " minutes");
         tick(0);
         publish(true);
     });
@@ -369,7 +369,7 @@ void SimulatedEngine::applyGovernorSettings(const std::map<std::string, std::str
                 m_settings[k] = v;
             m_cpuPercent = std::stoi(m_settings["active.cpu-percent"]);
         }
-        say(node::EngineEvent::Level::Info, "governor", "limits applied");
+        say(host::EngineEvent::Level::Info, "governor", "limits applied");
         publish(true);
         done("");
     });
@@ -403,16 +403,16 @@ void SimulatedEngine::deleteCheckpoint(int64_t id, ResultCallback done)
     });
 }
 
-node::EngineSnapshot SimulatedEngine::snapshot() const
+host::EngineSnapshot SimulatedEngine::snapshot() const
 {
     std::lock_guard lock(m_mutex);
     return m_published;
 }
 
-std::vector<node::EngineEvent> SimulatedEngine::takeEvents()
+std::vector<host::EngineEvent> SimulatedEngine::takeEvents()
 {
     std::lock_guard lock(m_mutex);
-    std::vector<node::EngineEvent> out(m_events.begin(), m_events.end());
+    std::vector<host::EngineEvent> out(m_events.begin(), m_events.end());
     m_events.clear();
     return out;
 }

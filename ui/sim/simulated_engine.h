@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/node/engine_api.h"
+#include "engine/host/engine_api.h"
 
 namespace rookery::ui {
 
@@ -21,7 +21,7 @@ namespace rookery::ui {
 /// it as a simulation.
 ///
 /// Thread safety: every method may be called from any thread.
-class SimulatedEngine final : public node::EngineApi
+class SimulatedEngine final : public host::EngineApi
 {
 public:
     SimulatedEngine();
@@ -39,8 +39,8 @@ public:
     void applyGovernorSettings(const std::map<std::string, std::string> &settings, ResultCallback done) override;
     void resumeCheckpoint(int64_t id, ResultCallback done) override;
     void deleteCheckpoint(int64_t id, ResultCallback done) override;
-    node::EngineSnapshot snapshot() const override;
-    std::vector<node::EngineEvent> takeEvents() override;
+    host::EngineSnapshot snapshot() const override;
+    std::vector<host::EngineEvent> takeEvents() override;
     void setNotifier(std::function<void()> notify) override;
 
     /// The invented loss after `step` steps (also used to backfill screenshots' charts).
@@ -53,12 +53,12 @@ private:
     void begin(const std::string &mode, const std::string &swarm, int peers, int64_t fromStep);
     void end(const char *why);
     void saveCheckpoint();
-    void say(node::EngineEvent::Level level, const char *area, std::string message);
+    void say(host::EngineEvent::Level level, const char *area, std::string message);
     void publish(bool notify);
     static std::string validate(const std::map<std::string, std::string> &settings);
 
     // Engine thread only.
-    node::EngineSnapshot m_state;
+    host::EngineSnapshot m_state;
     std::mt19937 m_random{7};
     double m_stepCarry = 0;
     int64_t m_nextCheckpointId = 1;
@@ -69,8 +69,8 @@ private:
     std::condition_variable m_wake;
     std::deque<std::function<void()>> m_jobs;
     bool m_quit = false;
-    node::EngineSnapshot m_published;
-    std::deque<node::EngineEvent> m_events;
+    host::EngineSnapshot m_published;
+    std::deque<host::EngineEvent> m_events;
     std::function<void()> m_notify;
     std::map<std::string, std::string> m_settings;
 

@@ -67,7 +67,7 @@ bool TrayIcon::available() { return QSystemTrayIcon::isSystemTrayAvailable(); }
 
 void TrayIcon::show() { m_icon->show(); }
 
-void TrayIcon::showSnapshot(const node::EngineSnapshot &s)
+void TrayIcon::showSnapshot(const host::EngineSnapshot &s)
 {
     const StatusText status = statusText(s);
     const bool paused = pausedByUser(s);

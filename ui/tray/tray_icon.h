@@ -3,7 +3,7 @@
 
 #include <QObject>
 
-#include "engine/node/engine_snapshot.h"
+#include "engine/host/engine_snapshot.h"
 
 class QAction;
 class QMenu;
@@ -27,7 +27,7 @@ public:
     /// Whether the desktop has a tray; without one, closing the window quits.
     static bool available();
     void show();
-    void showSnapshot(const node::EngineSnapshot &snapshot);
+    void showSnapshot(const host::EngineSnapshot &snapshot);
     /// A one-line notice from the tray (e.g. "Rookery keeps training here").
     void notify(const QString &title, const QString &text);
 

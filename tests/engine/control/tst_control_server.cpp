@@ -196,7 +196,7 @@ private Q_SLOTS:
         QCOMPARE(client.request("PUT", "/v1/governor/settings", "[1, 2]").status, 400);
 
         // The engine's own events come through the same pages, in order, after ours.
-        engine.pushEvent({1, node::EngineEvent::Level::Warning, "swarm", "cannot reach the coordinator"});
+        engine.pushEvent({1, host::EngineEvent::Level::Warning, "swarm", "cannot reach the coordinator"});
         const auto page = control::eventPageFromJson(client.request("GET", "/v1/events?after=0").body);
         QCOMPARE(page.events.size(), size_t(5)); // pause, resume, snooze, settings, the engine's
         QCOMPARE(page.events.front().message, std::string("paused over the control API"));
@@ -250,7 +250,7 @@ private Q_SLOTS:
         QTemporaryDir dir;
         test::FakeEngine engine;
         engine.setConsent(true);
-        node::EngineSnapshot published;
+        host::EngineSnapshot published;
         published.consentGiven = true;
         published.running = true;
         published.assignment.mode = "swarm";
@@ -259,7 +259,7 @@ private Q_SLOTS:
         published.training.ringRounds = 3;
         published.peers.push_back({"abc", "node-2", 0, 1, "training", 1500, false});
         engine.publish(published);
-        engine.pushEvent({1, node::EngineEvent::Level::Info, "swarm", "assigned stage 1"});
+        engine.pushEvent({1, host::EngineEvent::Level::Info, "swarm", "assigned stage 1"});
         control::EngineControl routes(engine);
         control::ControlServer server(config(),
                                       [&routes](const control::ControlRequest &r) { return routes.handle(r); });
@@ -273,7 +273,7 @@ private Q_SLOTS:
         auto expected = engine.snapshot();
         seen.sequence = expected.sequence = 0; // each side counts its own publications
         QVERIFY(seen == expected);
-        std::vector<node::EngineEvent> events;
+        std::vector<host::EngineEvent> events;
         QVERIFY(test::waitFor(
             [&] {
                 for (auto &e : remote.takeEvents())
@@ -302,7 +302,7 @@ private Q_SLOTS:
     void metricsComeFromTheSnapshot()
     {
         test::FakeEngine engine;
-        node::EngineSnapshot s;
+        host::EngineSnapshot s;
         s.running = true;
         s.assignment.mode = "swarm";
         s.training.samplesPerSecond = 1234.5;

@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/participant/assigned_stage.h"
+
+#include <limits>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/participant/net_ring_links.h"
+#include "engine/participant/net_stage_transport.h"
+#include "engine/participant/peer_mesh.h"
+#include "engine/participant/pipeline_evaluation.h"
+#include "engine/participant/stage_router.h"
+#include "engine/participant/weights_relay.h"
+#include "engine/store/checkpoint_store.h"
+#include "engine/store/checkpoint_writer.h"
+#include "engine/swarm/ring_averaging.h"
+#include "engine/train/stage_runtime.h"
+
+namespace rookery::participant {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> parameterNames(const model::ModelSpec &spec, size_t first, size_t last)
+{
+    std::vector<std::string> names;
+    const auto costs = model::layerCosts(spec, 1);
+    for (size_t l = first; l < last; ++l)
+        if (costs[l].parameters > 0) {
+            names.push_back(std::to_string(l) + ".weight");
+            names.push_back(std::to_string(l) + ".bias");
+        }
+    return names;
+}
+
+struct Ring
+{
+    coord::RingRef ref;
+    std::string next, previous;
+    std::unique_ptr<NetRingLinks> links; // none for a ring of one
+
+    swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.members.size())}; }
+};
+
+} // namespace
+
+std::string swarmCheckpointRun(const std::string &runId, size_t firstLayer, size_t lastLayer)
+{
+    return "swarm:" + runId + ":layers " + std::to_string(firstLayer) + "-" + std::to_string(lastLayer);
+}
+
+struct AssignedStage::Impl
+{
+    Impl(PeerMesh &m, AssignedStageConfig c, Callbacks cb)
+        : mesh(m)
+        , config(std::move(c))
+        , callbacks(std::move(cb))
+        , averaging(config.ringTimeout)
+    { }
+
+    PeerMesh &mesh;
+    AssignedStageConfig config;
+    Callbacks callbacks;
+    // Declared in the order they depend on each other: the router and the evaluation
+    // refer to the links and the relay, the runtime to the transport.
+    std::unique_ptr<NetStageTransport> transport;
+    std::unique_ptr<WeightsRelay> relay;
+    std::vector<Ring> rings;
+    std::unique_ptr<StageRouter> router;
+    std::unique_ptr<PipelineEvaluation> evaluation; // the root's only
+    swarm::RingAveraging averaging;
+    std::unique_ptr<train::StageRuntime> runtime;
+    std::unique_ptr<store::CheckpointWriter> writer;
+    std::string checkpointRun;
+
+    std::thread stageThread;
+    std::atomic<bool> running{false};
+
+    mutable std::mutex mutex; // guards the fields below
+    Phase phase = Phase::Waiting;
+    int failures = 0; // runs that ended in failure
+    std::string lastStop;
+    StageProgress progress;
+
+    Clock::time_point lastRateTime = Clock::now();
+    int64_t lastRateStep = 0;
+    Clock::time_point lastReport = Clock::now();
+
+    const coord::Assignment &a() const { return config.assignment; }
+    bool root() const { return a().stage == 0; }
+    int64_t finalMarker() const { return config.run.totalSteps + 1; }
+
+    void say(const std::string &text)
+    {
+        log::info("swarm", text);
+        if (callbacks.message)
+            callbacks.message(text);
+    }
+
+    void buildLinks();
+    void buildRuntime();
+    void restore();
+    bool restoreCheckpoint(const std::string &what);
+    void onUpdate(int64_t version);
+    void averageRings(int64_t round);
+    void publishSnapshot(int64_t version) { relay->publish(runtime->parameters(), uint64_t(version)); }
+    void stageMain();
+    void settle(const train::StageRunResult &result);
+    void finish();
+    void noteProgress(int64_t version, bool force);
+};
+
+void AssignedStage::Impl::buildLinks()
+{
+    const auto &as = a();
+    transport = std::make_unique<NetStageTransport>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
+    relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
+    router = std::make_unique<StageRouter>(*transport, *relay);
+    for (const auto &r : as.rings) {
+        Ring ring{r, {}, {}, {}};
+        const size_t n = r.members.size();
+        if (n >= 2) {
+            ring.next = r.members[(r.rank + 1) % n].nodeId;
+            ring.previous = r.members[(r.rank + n - 1) % n].nodeId;
+            ring.links = std::make_unique<NetRingLinks>(mesh, r.ringId, ring.next, ring.previous);
+            router->addRing(r.ringId, *ring.links);
+        }
+        rings.push_back(std::move(ring));
+    }
+    if (root()) {
+        PipelineEvaluation::Config ec{config.run.model, config.test, as.stages, as.cluster, uint64_t(finalMarker())};
+        PipelineEvaluation::Callbacks cb;
+        cb.message = [this](const std::string &text) { say(text); };
+        cb.accuracy = [this](double accuracy) {
+            std::lock_guard lock(mutex);
+            progress.testAccuracy = accuracy;
+        };
+        evaluation = std::make_unique<PipelineEvaluation>(*relay, std::move(ec), std::move(cb));
+    }
+}
+
+void AssignedStage::Impl::buildRuntime()
+{
+    const auto &as = a();
+    train::StageConfig sc;
+    sc.model = config.run.model;
+    sc.firstLayer = as.firstLayer;
+    sc.lastLayer = as.lastLayer;
+    sc.stage = as.stage;
+    sc.stages = as.stages;
+    sc.optimizer = config.run.optimizer;
+    sc.microbatchSize = config.run.microbatch;
+    sc.accumulation = int(config.run.accumulation);
+    sc.mode = train::PipelineMode::Asynchronous;
+    sc.seed = config.run.seed;
+    sc.threads = config.threads;
+    sc.shard = as.shard;
+    sc.onUpdate = [this](int64_t version) { onUpdate(version); };
+    runtime =
+        std::make_unique<train::StageRuntime>(sc, *transport, *config.gate, as.stage == 0 ? config.train : nullptr);
+    checkpointRun = swarmCheckpointRun(config.run.runId, as.firstLayer, as.lastLayer);
+    writer = std::make_unique<store::CheckpointWriter>(*config.checkpoints, checkpointRun, config.keepCheckpoints);
+}
+
+// This node's newest checkpoint of the same layers, if any and usable.
+bool AssignedStage::Impl::restoreCheckpoint(const std::string &what)
+{
+    auto cp = config.checkpoints->loadNewest(checkpointRun);
+    if (!cp)
+        return false;
+    try {
+        try {
+            runtime->restore(cp->state);
+        } catch (const Error &) {
+            // The data shard may have changed since (a re-plan): keep the weights and
+            // start the new shard from its beginning.
+            if (cp->state.cursor == data::SamplerCursor{})
+                throw;
+            cp->state.cursor = {};
+            runtime->restore(cp->state);
+        }
+        say("resuming " + what + " from its checkpoint at step " + std::to_string(cp->state.step));
+        return true;
+    } catch (const Error &e) {
+        say("the checkpoint of " + what + " cannot be used (" + std::string(e.what()) + "); starting afresh");
+        return false;
+    }
+}
+
+void AssignedStage::Impl::restore()
+{
+    const auto &as = a();
+    const std::string what = "stage " + std::to_string(as.stage + 1) + "/" + std::to_string(as.stages) + " (layers " +
+                             std::to_string(as.firstLayer) + "-" + std::to_string(as.lastLayer - 1) + ")";
+    const bool restored = restoreCheckpoint(what);
+    const auto names = parameterNames(config.run.model, as.firstLayer, as.lastLayer);
+    // Catch up: a peer in another cluster that holds the same layers has kept training
+    // (after a restart), or holds the layers this node takes over.
+    std::string source = as.weightsFrom.nodeId;
+    if (source.empty() && restored)
+        for (const auto &r : rings)
+            if (r.ref.firstLayer == as.firstLayer && r.ref.lastLayer == as.lastLayer && !r.previous.empty())
+                source = r.previous;
+    if (!source.empty() && !names.empty()) {
+        if (auto weights = relay->fetch(source, names, std::chrono::seconds(restored ? 5 : 20))) {
+            runtime->setParameters(*weights);
+            say(std::string(restored ? "caught up with" : "took over the current weights of") + " peer " +
+                source.substr(0, 12));
+        } else if (!restored) {
+            say("could not fetch the weights of " + what + " from peer " + source.substr(0, 12) +
+                "; starting from the run's initial weights");
+        }
+    }
+    if (!restored && source.empty())
+        say("starting " + what + " from the run's initial weights");
+    // Round numbers derive from the step; a node resuming behind its ring catches up
+    // by adopting the round it sees (swarm::RingAveraging).
+    publishSnapshot(runtime->version());
+    lastRateStep = runtime->version();
+    std::lock_guard lock(mutex);
+    progress.step = runtime->version();
+    progress.totalSteps = config.run.totalSteps;
+}
+
+void AssignedStage::Impl::noteProgress(int64_t version, bool force)
+{
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - lastRateTime).count();
+    StageProgress copy;
+    {
+        std::lock_guard lock(mutex);
+        progress.step = version;
+        const int64_t samples = (version - lastRateStep) * config.run.microbatch * config.run.accumulation;
+        if (dt >= 1.0) {
+            const double rate = double(samples) / dt;
+            progress.samplesPerSecond =
+                progress.samplesPerSecond > 0 ? 0.7 * progress.samplesPerSecond + 0.3 * rate : rate;
+            progress.samplesTotal += samples;
+            lastRateTime = now;
+            lastRateStep = version;
+        }
+        if (!force && std::chrono::duration<double>(now - lastReport).count() < 0.5)
+            return;
+        lastReport = now;
+        progress.bytesSent = mesh.totals().bytesSent;
+        if (const double loss = runtime->lastLoss(); loss > 0)
+            progress.loss = loss;
+        copy = progress;
+    }
+    if (callbacks.progress)
+        callbacks.progress(copy);
+}
+
+void AssignedStage::Impl::averageRings(int64_t round)
+{
+    for (auto &ring : rings) {
+        if (!ring.links)
+            continue;
+        if (!mesh.isUp(ring.next) || !mesh.isUp(ring.previous)) {
+            std::lock_guard lock(mutex);
+            ++progress.ringSkipped;
+            continue;
+        }
+        auto outcome = averaging.average(runtime->parameters(), ring.place(), round, *ring.links);
+        std::lock_guard lock(mutex);
+        if (!outcome.result.complete) {
+            ++progress.ringSkipped;
+            log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
+                                      std::to_string(ring.ref.lastLayer - 1) + " skipped: " + outcome.result.error);
+            continue;
+        }
+        ++progress.ringRounds;
+        runtime->setParameters(outcome.parameters);
+    }
+}
+
+void AssignedStage::Impl::onUpdate(int64_t version)
+{
+    const auto &run = config.run;
+    if (run.averagingInterval > 0 && version % run.averagingInterval == 0) {
+        averageRings(version / run.averagingInterval);
+        publishSnapshot(version);
+    }
+    if (config.checkpointEvery > 0 && version % config.checkpointEvery == 0)
+        writer->submit(runtime->state());
+    if (root() && config.evaluateEvery > 0 && version % config.evaluateEvery == 0 && version < run.totalSteps)
+        evaluation->schedule(runtime->version());
+    noteProgress(version, false);
+}
+
+void AssignedStage::Impl::finish()
+{
+    const auto &run = config.run;
+    // One last averaging round, so that every cluster ends with the same weights.
+    if (run.averagingInterval > 0)
+        averageRings(run.totalSteps / run.averagingInterval + 1);
+    publishSnapshot(finalMarker());
+    writer->submit(runtime->state());
+    writer->flush();
+    noteProgress(runtime->version(), true);
+    if (root())
+        evaluation->runFinal(runtime->version());
+}
+
+void AssignedStage::Impl::stageMain()
+{
+    transport->beginRun();
+    const int64_t perStep = std::max<int64_t>(1, config.run.accumulation);
+    const int64_t microbatches = root() ? std::max<int64_t>(0, (config.run.totalSteps - runtime->version()) * perStep)
+                                        : std::numeric_limits<int64_t>::max() / 4;
+    const train::StageRunResult result = runtime->run(microbatches);
+    {
+        std::lock_guard lock(mutex);
+        progress.staleness = result.metrics.meanStaleness();
+        const double wall = result.metrics.busySeconds + result.metrics.waitSeconds;
+        progress.busyFraction = wall > 0 ? result.metrics.busySeconds / wall : 0;
+        if (result.metrics.lastLoss > 0)
+            progress.loss = result.metrics.lastLoss;
+    }
+    settle(result);
+    if (result.stop.kind != train::StopKind::Finished)
+        say("stage run stopped: " + result.stop.reason);
+    running = false;
+}
+
+// What the end of a run means for the phase: finishing touches after the last step;
+// a checkpoint and a wait (or a failure count) after a stop.
+void AssignedStage::Impl::settle(const train::StageRunResult &result)
+{
+    switch (result.stop.kind) {
+    case train::StopKind::Finished: {
+        {
+            std::lock_guard lock(mutex);
+            phase = Phase::Finishing;
+        }
+        finish();
+        std::lock_guard lock(mutex);
+        phase = Phase::Finished;
+        lastStop = "the run is complete";
+        break;
+    }
+    case train::StopKind::Cancelled: {
+        writer->submit(runtime->state()); // keep what this run did
+        std::lock_guard lock(mutex);
+        phase = Phase::Waiting;
+        lastStop = result.stop.reason;
+        break;
+    }
+    case train::StopKind::Failed: {
+        writer->submit(runtime->state());
+        std::lock_guard lock(mutex);
+        phase = Phase::Failed;
+        ++failures;
+        lastStop = result.stop.reason;
+        break;
+    }
+    }
+}
+
+AssignedStage::AssignedStage(PeerMesh &mesh, AssignedStageConfig config, Callbacks callbacks)
+    : d(std::make_unique<Impl>(mesh, std::move(config), std::move(callbacks)))
+{
+    if (!d->config.gate || !d->config.checkpoints || !d->config.train || !d->config.test)
+        throw Error("assigned stage: missing gate, checkpoint store or data");
+    d->buildLinks();
+    d->buildRuntime();
+    d->restore();
+}
+
+AssignedStage::~AssignedStage()
+{
+    if (d->evaluation)
+        d->evaluation->close(); // an evaluation waiting on the other stages stops within one try (5 s)
+    d->transport->abort({train::StopKind::Cancelled, d->a().stage, "this node's assignment changed or it stops"});
+    for (auto &r : d->rings)
+        if (r.links)
+            r.links->cancel();
+    // The stage thread may still start an evaluation: join it first.
+    if (d->stageThread.joinable())
+        d->stageThread.join();
+    if (d->evaluation)
+        d->evaluation->join();
+    d->writer->submit(d->runtime->state());
+    d->writer->flush();
+}
+
+void AssignedStage::deliver(const std::string &peer, net::Message &&message)
+{
+    d->router->deliver(peer, std::move(message));
+}
+
+void AssignedStage::linkChanged(const std::string &peer, bool up) { d->router->linkChanged(peer, up); }
+
+void AssignedStage::writable(const std::string &peer) { d->router->writable(peer); }
+
+void AssignedStage::poke()
+{
+    {
+        std::lock_guard lock(d->mutex);
+        if (d->phase != Phase::Waiting && d->phase != Phase::Failed)
+            return;
+    }
+    if (d->running || !d->transport->neighboursUp())
+        return;
+    if (d->stageThread.joinable())
+        d->stageThread.join();
+    {
+        std::lock_guard lock(d->mutex);
+        d->phase = Phase::Training;
+    }
+    d->running = true;
+    d->stageThread = std::thread([this] { d->stageMain(); });
+}
+
+int AssignedStage::failureCount() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->failures;
+}
+
+AssignedStage::Phase AssignedStage::phase() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->phase;
+}
+
+std::string AssignedStage::lastStop() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->lastStop;
+}
+
+StageProgress AssignedStage::progress() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->progress;
+}
+
+const coord::Assignment &AssignedStage::assignment() const { return d->config.assignment; }
+
+} // namespace rookery::participant

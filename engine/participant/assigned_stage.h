@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "engine/coord/assignment.h"
+#include "engine/data/image_dataset.h"
+#include "engine/device/thread_config.h"
+#include "engine/device/work_gate.h"
+#include "engine/net/wire_message.h"
+#include "engine/train/trainer.h"
+
+namespace rookery::store {
+class CheckpointStore;
+}
+
+namespace rookery::participant {
+
+class PeerMesh;
+
+/// What an assigned stage needs besides its assignment.
+struct AssignedStageConfig
+{
+    coord::RunConfig run;
+    coord::Assignment assignment;
+    std::shared_ptr<const data::ImageDataset> train;
+    std::shared_ptr<const data::ImageDataset> test;
+    device::WorkGate *gate = nullptr;
+    device::ThreadConfig threads{1, 1};
+    store::CheckpointStore *checkpoints = nullptr;
+    int keepCheckpoints = 3;
+    int64_t checkpointEvery = 50; ///< optimizer steps
+    int64_t evaluateEvery = 100;  ///< optimizer steps; the root evaluates its pipeline's model
+    std::chrono::milliseconds ringTimeout{20'000};
+};
+
+/// Figures an assigned stage publishes as it trains.
+struct StageProgress
+{
+    int64_t step = 0;
+    int64_t totalSteps = 0;
+    double samplesPerSecond = 0;
+    double loss = 0;
+    double testAccuracy = -1;
+    int64_t samplesTotal = 0;
+    double busyFraction = 0;
+    double staleness = 0;
+    int64_t ringRounds = 0;  ///< averaging rounds completed
+    int64_t ringSkipped = 0; ///< rounds abandoned (a member away or silent)
+    uint64_t bytesSent = 0;  ///< on every peer link of this node so far (TLS records included)
+};
+
+/// One assignment of this node: its pipeline stage over the network, its rings, its
+/// checkpoints. Built when an assignment arrives and torn down (after a checkpoint)
+/// when the placement changes. Trains on a thread of its own; the node's control
+/// thread calls poke() now and then to restart a run that stopped because a
+/// neighbour went away, once the neighbour is back.
+///
+/// Its parts: a NetStageTransport to the pipeline neighbours, a NetRingLinks per ring
+/// (averaged by swarm::RingAveraging), a WeightsRelay, and at the root a
+/// PipelineEvaluation; a StageRouter sends each peer message to the right one. (Named
+/// "assigned stage", not "session": net::Session is a connection, and the transport
+/// numbers its runs as generations.)
+///
+/// Thread safety: deliver(), linkChanged() and writable() on the network thread; the
+/// rest on the control thread. Callbacks come from the stage thread (and, for messages,
+/// from the root's evaluation thread).
+class AssignedStage
+{
+public:
+    struct Callbacks
+    {
+        std::function<void(const std::string &)> message;
+        std::function<void(const StageProgress &)> progress;
+    };
+    /// Finishing: trained to the end, now averaging a last time and evaluating.
+    enum class Phase { Waiting, Training, Finishing, Finished, Failed };
+
+    /// Builds the stage and restores it: from this node's newest checkpoint of the same
+    /// layers (then catches up with a ring peer's current weights), or from the peer
+    /// named in the assignment's weightsFrom. Throws rookery::Error on bad settings.
+    AssignedStage(PeerMesh &mesh, AssignedStageConfig config, Callbacks callbacks);
+    /// Stops the run (Cancelled), joins the stage thread and checkpoints.
+    ~AssignedStage();
+    AssignedStage(const AssignedStage &) = delete;
+    AssignedStage &operator=(const AssignedStage &) = delete;
+
+    /// A message from `peer`, routed to the part it is for (StageRouter).
+    void deliver(const std::string &peer, net::Message &&message);
+    /// The link to `peer` opened or closed.
+    void linkChanged(const std::string &peer, bool up);
+    /// The link to `peer` has room again for sends that waited.
+    void writable(const std::string &peer);
+
+    /// Starts a run if none is going and the neighbours are up.
+    void poke();
+    /// Where the stage stands. Finished is final; Failed lasts until poke() starts
+    /// another run.
+    Phase phase() const;
+    /// Runs of this stage that ended in failure (poke() starts another after each).
+    int failureCount() const;
+    /// The error that failed the stage, or why the last run stopped.
+    std::string lastStop() const;
+    /// A copy of the figures as they stand.
+    StageProgress progress() const;
+    /// The assignment the stage was built for.
+    const coord::Assignment &assignment() const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> d;
+};
+
+/// The checkpoint run name for a layer range of a swarm run: "swarm:<run>:layers 0-2".
+std::string swarmCheckpointRun(const std::string &runId, size_t firstLayer, size_t lastLayer);
+
+} // namespace rookery::participant

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/participant/net_ring_links.h"
+
+#include <cstring>
+#include <thread>
+
+#include "engine/participant/peer_mesh.h"
+
+namespace rookery::participant {
+namespace {
+
+// More than a few rounds' worth of chunks waiting means the previous member is far
+// ahead or confused; the oldest are dropped (the all-reduce skips stale rounds anyway).
+constexpr size_t kMaxQueued = 256;
+
+} // namespace
+
+NetRingLinks::NetRingLinks(PeerMesh &mesh, uint64_t ringId, std::string next, std::string previous)
+    : m_mesh(mesh)
+    , m_ringId(ringId)
+    , m_next(std::move(next))
+    , m_previous(std::move(previous))
+{ }
+
+void NetRingLinks::deliver(const std::string &peer, net::RingChunk &&chunk)
+{
+    if (peer != m_previous || chunk.ringId != m_ringId)
+        return;
+    const auto &t = chunk.tensor;
+    if (t.dtype != DType::Float32 || t.bytes % sizeof(float) != 0)
+        return;
+    swarm::RingChunk c{chunk.round, int(chunk.step), int(chunk.chunkIndex),
+                       std::vector<float>(t.bytes / sizeof(float))};
+    if (t.bytes)
+        std::memcpy(c.values.data(), t.data, t.bytes);
+    std::lock_guard lock(m_mutex);
+    if (m_queue.size() >= kMaxQueued)
+        m_queue.pop_front();
+    m_queue.push_back(std::move(c));
+    m_arrived.notify_all();
+}
+
+void NetRingLinks::cancel()
+{
+    std::lock_guard lock(m_mutex);
+    m_cancelled = true;
+    m_arrived.notify_all();
+}
+
+void NetRingLinks::reset()
+{
+    std::lock_guard lock(m_mutex);
+    m_cancelled = false;
+}
+
+void NetRingLinks::sendNext(swarm::RingChunk chunk)
+{
+    std::vector<uint8_t> bytes(chunk.values.size() * sizeof(float));
+    if (!bytes.empty())
+        std::memcpy(bytes.data(), chunk.values.data(), bytes.size());
+    const int64_t count = int64_t(chunk.values.size());
+    net::RingChunk m{m_ringId, chunk.round, uint32_t(chunk.step), uint32_t(chunk.chunk),
+                     tensorBufferFromBytes(DType::Float32, {count}, std::move(bytes))};
+    // A full queue drains quickly, and a link to a member that has only just been
+    // placed comes up within moments; a link still down after that makes the receiving
+    // side time out, which abandons the round on every member.
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+        const auto r = m_mesh.send(m_next, m);
+        if (r == net::SendResult::Queued || r == net::SendResult::TooLarge)
+            return;
+        if (r == net::SendResult::NotOpen && attempt >= 500)
+            return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+std::optional<swarm::RingChunk> NetRingLinks::receivePrevious(std::chrono::steady_clock::time_point deadline)
+{
+    std::unique_lock lock(m_mutex);
+    if (!m_arrived.wait_until(lock, deadline, [&] { return !m_queue.empty() || m_cancelled; }) || m_cancelled)
+        return std::nullopt;
+    swarm::RingChunk c = std::move(m_queue.front());
+    m_queue.pop_front();
+    return c;
+}
+
+} // namespace rookery::participant

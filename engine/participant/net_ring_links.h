@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+
+#include "engine/net/wire_message.h"
+#include "engine/swarm/ring_allreduce.h"
+
+namespace rookery::participant {
+
+class PeerMesh;
+
+/// One ring's links over the swarm's TLS WebSocket links: chunks go to the next member
+/// as RingChunk messages tagged with the ring's id; chunks from the previous member are
+/// queued until the all-reduce asks for them.
+///
+/// Thread safety: the averaging thread calls sendNext() and receivePrevious(); the
+/// network thread calls deliver(); cancel() from anywhere.
+class NetRingLinks final : public swarm::RingLinks
+{
+public:
+    NetRingLinks(PeerMesh &mesh, uint64_t ringId, std::string next, std::string previous);
+
+    void deliver(const std::string &peer, net::RingChunk &&chunk);
+    /// Wakes a waiting receivePrevious() with nothing, now and until reset().
+    void cancel();
+    void reset();
+
+    void sendNext(swarm::RingChunk chunk) override;
+    std::optional<swarm::RingChunk> receivePrevious(std::chrono::steady_clock::time_point deadline) override;
+
+private:
+    PeerMesh &m_mesh;
+    const uint64_t m_ringId;
+    const std::string m_next;
+    const std::string m_previous;
+    std::mutex m_mutex;
+    std::condition_variable m_arrived;
+    std::deque<swarm::RingChunk> m_queue;
+    bool m_cancelled = false;
+};
+
+} // namespace rookery::participant

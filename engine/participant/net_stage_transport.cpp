@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/participant/net_stage_transport.h"
+
+#include "engine/common/log.h"
+#include "engine/participant/peer_mesh.h"
+
+namespace rookery::participant {
+namespace {
+
+constexpr uint64_t kMicrobatchMask = (uint64_t(1) << NetStageTransport::kGenerationShift) - 1;
+
+std::string stopText(const train::StopMessage &s)
+{
+    switch (s.kind) {
+    case train::StopKind::Finished:
+        return "finished";
+    case train::StopKind::Cancelled:
+        return "cancelled: " + s.reason;
+    case train::StopKind::Failed:
+        return "failed: " + s.reason;
+    }
+    return "failed: " + s.reason;
+}
+
+train::StopMessage stopFromText(int stage, const std::string &text)
+{
+    auto after = [&](size_t n) { return text.size() > n ? text.substr(n) : std::string(); };
+    if (text.rfind("finished", 0) == 0)
+        return {train::StopKind::Finished, stage, {}};
+    if (text.rfind("cancelled: ", 0) == 0)
+        return {train::StopKind::Cancelled, stage, after(11)};
+    if (text.rfind("failed: ", 0) == 0)
+        return {train::StopKind::Failed, stage, after(8)};
+    return {train::StopKind::Failed, stage, text};
+}
+
+} // namespace
+
+NetStageTransport::NetStageTransport(PeerMesh &mesh, int stage, std::string previous, std::string next)
+    : m_mesh(mesh)
+    , m_stage(stage)
+    , m_previous(std::move(previous))
+    , m_next(std::move(next))
+{
+    m_upPrevious = m_previous.empty() || m_mesh.isUp(m_previous);
+    m_upNext = m_next.empty() || m_mesh.isUp(m_next);
+}
+
+void NetStageTransport::beginRun()
+{
+    std::lock_guard lock(m_mutex);
+    m_abort.reset();
+    m_backward.clear();
+    if (m_previous.empty()) {
+        ++m_generation; // the root opens a new generation; stale messages of the old one are dropped
+        m_forward.clear();
+    }
+    // Non-root stages keep forward messages that already arrived for a newer generation:
+    // the root may have restarted before this stage did.
+}
+
+bool NetStageTransport::neighboursUp() const
+{
+    // Ask the mesh rather than our flags: a link may have opened before we were told.
+    return (m_previous.empty() || m_mesh.isUp(m_previous)) && (m_next.empty() || m_mesh.isUp(m_next));
+}
+
+void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
+{
+    std::lock_guard lock(m_mutex);
+    if (auto *a = std::get_if<net::Activations>(&message)) {
+        if (peer != m_previous)
+            return;
+        const uint64_t generation = a->microbatchId >> kGenerationShift;
+        if (generation < m_generation)
+            return; // a microbatch of an older generation
+        if (generation > m_generation) {
+            // The root restarted the pipeline: whatever we held belongs to the old generation.
+            m_generation = generation;
+            m_forward.clear();
+            m_backward.clear();
+        }
+        m_forward.push_back(train::ForwardMessage{int64_t(a->microbatchId & kMicrobatchMask), int64_t(a->weightVersion),
+                                                  std::move(a->activations), std::move(a->labels)});
+    } else if (auto *g = std::get_if<net::Gradients>(&message)) {
+        if (peer != m_next || (g->microbatchId >> kGenerationShift) != m_generation)
+            return;
+        m_backward.push_back(
+            train::BackwardMessage{int64_t(g->microbatchId & kMicrobatchMask), std::move(g->gradients)});
+    } else if (auto *e = std::get_if<net::StageError>(&message)) {
+        if ((peer != m_previous && peer != m_next) || (e->microbatchId >> kGenerationShift) < m_generation)
+            return;
+        train::StopMessage stop = stopFromText(int(e->stage), e->reason);
+        if (stop.kind == train::StopKind::Finished) {
+            if (peer == m_previous)
+                m_forward.push_back(stop); // in band, after the forward messages
+        } else if (!m_abort) {
+            // Pass the abort on to the other neighbour, then stop here too.
+            const std::string &other = peer == m_previous ? m_next : m_previous;
+            if (!other.empty())
+                (void)m_mesh.send(other, net::StageError{e->stage, e->microbatchId, e->reason});
+            m_abort = std::move(stop);
+        }
+    } else {
+        return;
+    }
+    m_changed.notify_all();
+}
+
+void NetStageTransport::linkChanged(const std::string &peer, bool up)
+{
+    std::lock_guard lock(m_mutex);
+    if (peer == m_previous)
+        m_upPrevious = up;
+    else if (peer == m_next)
+        m_upNext = up;
+    else
+        return;
+    if (!up && !m_abort) {
+        const char *which = peer == m_previous ? "previous" : "next";
+        log::warning("pipeline", "stage " + std::to_string(m_stage) + ": the link to the " + which +
+                                     " stage was lost; stopping this run");
+        abortLocked({train::StopKind::Cancelled, m_stage, std::string("lost the link to the ") + which + " stage"});
+    }
+    m_changed.notify_all();
+}
+
+void NetStageTransport::writable(const std::string &) { m_changed.notify_all(); }
+
+bool NetStageTransport::sendTo(const std::string &peer, const net::Message &message)
+{
+    for (;;) {
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_abort)
+                return false;
+        }
+        switch (m_mesh.send(peer, message)) {
+        case net::SendResult::Queued:
+            return true;
+        case net::SendResult::TooLarge:
+            abort({train::StopKind::Failed, m_stage, "a message is larger than the link's limit"});
+            return false;
+        case net::SendResult::NotOpen:
+        case net::SendResult::QueueFull: {
+            // Wait for the queue to drain, the link to come back, or an abort.
+            std::unique_lock lock(m_mutex);
+            m_changed.wait_for(lock, std::chrono::milliseconds(50), [&] { return m_abort.has_value(); });
+            break;
+        }
+        }
+    }
+}
+
+bool NetStageTransport::sendForward(train::ForwardMessage message)
+{
+    uint64_t id;
+    {
+        std::lock_guard lock(m_mutex);
+        id = wireId(message.microbatch);
+    }
+    return sendTo(m_next, net::Activations{id, uint64_t(message.weightVersion), std::move(message.activations),
+                                           std::move(message.labels)});
+}
+
+bool NetStageTransport::sendBackward(train::BackwardMessage message)
+{
+    uint64_t id;
+    {
+        std::lock_guard lock(m_mutex);
+        id = wireId(message.microbatch);
+    }
+    // A stage whose predecessors train nothing sends no gradient: on the wire, an empty
+    // tensor (shape [0]) says so.
+    if (message.gradient.empty())
+        message.gradient = tensorBufferFromBytes(DType::Float32, {0}, {});
+    return sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient)});
+}
+
+bool NetStageTransport::sendFinished()
+{
+    uint64_t id;
+    {
+        std::lock_guard lock(m_mutex);
+        id = wireId(0);
+    }
+    return sendTo(m_next, net::StageError{uint32_t(m_stage), id, "finished"});
+}
+
+std::optional<train::StageMessage> NetStageTransport::takeLocked()
+{
+    if (m_abort)
+        return train::StageMessage(*m_abort);
+    if (!m_backward.empty()) {
+        train::StageMessage m(std::move(m_backward.front()));
+        m_backward.pop_front();
+        return m;
+    }
+    if (!m_forward.empty()) {
+        train::StageMessage m(std::move(m_forward.front()));
+        m_forward.pop_front();
+        return m;
+    }
+    return std::nullopt;
+}
+
+train::StageMessage NetStageTransport::receive()
+{
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+        if (auto m = takeLocked())
+            return std::move(*m);
+        m_changed.wait(lock);
+    }
+}
+
+std::optional<train::StageMessage> NetStageTransport::poll()
+{
+    std::lock_guard lock(m_mutex);
+    return takeLocked();
+}
+
+void NetStageTransport::abortLocked(train::StopMessage reason)
+{
+    if (m_abort)
+        return;
+    const net::StageError e{uint32_t(std::max(reason.stage, 0)), wireId(0), stopText(reason)};
+    for (const std::string *peer : {&m_previous, &m_next})
+        if (!peer->empty())
+            (void)m_mesh.send(*peer, e);
+    m_abort = std::move(reason);
+    m_changed.notify_all();
+}
+
+void NetStageTransport::abort(train::StopMessage reason)
+{
+    std::lock_guard lock(m_mutex);
+    abortLocked(std::move(reason));
+}
+
+} // namespace rookery::participant

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "engine/net/wire_message.h"
+#include "engine/train/stage_transport.h"
+
+namespace rookery::participant {
+
+class PeerMesh;
+
+/// A pipeline stage's links to its neighbours over the swarm's TLS WebSocket links:
+/// forward activations go to the next stage as Activations, gradients back to the
+/// previous one as Gradients, and the end of a run or an abort as a StageError whose
+/// reason starts with "finished", "cancelled" or "failed".
+///
+/// Generations: every restart of the pipeline is a generation. The root starts each
+/// one with a higher number; the others follow the numbers they receive. Messages carry
+/// their generation in the top 24 bits of the microbatch id, and a stage drops what
+/// belongs to an older generation, so a pipeline restarted after a peer was lost never
+/// mixes old microbatches with new ones.
+///
+/// A lost link to a neighbour aborts the run in progress (Cancelled).
+///
+/// Thread safety: the stage thread sends and receives; deliver(), linkChanged() and
+/// writable() are called on the network thread; abort() from anywhere.
+class NetStageTransport final : public train::StageTransport
+{
+public:
+    /// `previous`/`next` are neighbour node ids ("" for none: the root has no previous
+    /// stage, the leaf no next).
+    NetStageTransport(PeerMesh &mesh, int stage, std::string previous, std::string next);
+
+    /// Prepares the next run: drops what is queued, clears the abort, and (at the root)
+    /// opens a new generation. Call before each StageRuntime::run().
+    void beginRun();
+    /// True while both neighbours' links are up.
+    bool neighboursUp() const;
+
+    // Called by the node's message dispatch on the network thread.
+    void deliver(const std::string &peer, net::Message &&message);
+    void linkChanged(const std::string &peer, bool up);
+    void writable(const std::string &peer);
+
+    bool sendForward(train::ForwardMessage message) override;
+    bool sendBackward(train::BackwardMessage message) override;
+    bool sendFinished() override;
+    train::StageMessage receive() override;
+    std::optional<train::StageMessage> poll() override;
+    void abort(train::StopMessage reason) override;
+
+    /// The bit where the generation starts in a wire microbatch id (below it: the
+    /// microbatch number).
+    static constexpr int kGenerationShift = 40;
+
+private:
+    bool sendTo(const std::string &peer, const net::Message &message);
+    void abortLocked(train::StopMessage reason);
+    std::optional<train::StageMessage> takeLocked();
+    uint64_t wireId(int64_t microbatch) const { return (m_generation << kGenerationShift) | uint64_t(microbatch); }
+
+    PeerMesh &m_mesh;
+    const int m_stage;
+    const std::string m_previous;
+    const std::string m_next;
+
+    mutable std::mutex m_mutex;
+    std::condition_variable m_changed;
+    uint64_t m_generation = 0;
+    std::deque<train::BackwardMessage> m_backward;
+    std::deque<train::StageMessage> m_forward; // forward messages and Finished, in order
+    std::optional<train::StopMessage> m_abort;
+    bool m_upPrevious = false;
+    bool m_upNext = false;
+};
+
+} // namespace rookery::participant

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/data/image_dataset.h"
+#include "engine/net/coordinator_address.h"
+#include "engine/net/identity.h"
+#include "engine/participant/swarm_node.h"
+#include "engine/store/checkpoint_store.h"
+
+namespace rookery::participant {
+
+/// What a swarm node makes ready before it joins: everything that can fail on bad
+/// input, so that a mistake shows before the coordinator hears of the node.
+///
+/// Thread safety: a plain value; the checkpoint store is safe from any thread.
+struct PreparedNode
+{
+    net::CoordinatorAddress address;
+    net::Identity identity; ///< this node's key, made on the first run
+    std::shared_ptr<const data::ImageDataset> train;
+    std::shared_ptr<const data::ImageDataset> test;
+    std::unique_ptr<store::CheckpointStore> checkpoints;
+    std::string profileJson; ///< the capability profile, as the coordinator reads it
+    uint16_t port = 0;       ///< where this node listens for its peers
+};
+
+/// Checks the coordinator address, makes the data directory private, loads or makes
+/// the identity key, loads Fashion-MNIST (train and test), opens the checkpoint
+/// database, loads the capability profile (cached) and picks the peer port: `--port`,
+/// else the port of the last run when it is still free (kept in the data directory),
+/// else any free one. Fills in the host name when `settings.name` is empty. Throws
+/// rookery::Error for bad settings, data or database.
+///
+/// Thread safety: any thread; two calls for the same data directory race on its files.
+PreparedNode prepareSwarmNode(SwarmNodeSettings &settings);
+
+} // namespace rookery::participant

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/participant/peer_mesh.h"
+
+#include <charconv>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/net/dialer.h"
+#include "engine/net/listener.h"
+
+namespace rookery::participant {
+
+struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
+{
+    Config config;
+    Events events;
+    net::NetContext &context;
+    std::unique_ptr<net::Listener> listener;
+
+    mutable std::mutex mutex;
+    std::set<std::string> wanted;                              // peers of the current assignment
+    std::map<std::string, std::shared_ptr<net::Link>> dialled; // peers we dial (kept while wanted)
+    std::map<std::string, std::shared_ptr<net::Link>> open;    // the open link per peer
+    net::LinkStats closedTotals;
+    std::condition_variable allClosed;
+    // Held while an event runs; the destructor takes it to detach, so that no event
+    // reaches the owner once ~PeerMesh has returned. (So an owner must not destroy the
+    // mesh while holding a lock its event handlers take.)
+    std::mutex eventsMutex;
+    bool detached = false;
+
+    explicit State(net::NetContext &c)
+        : context(c)
+    { }
+
+    void addStats(const net::LinkStats &s)
+    {
+        closedTotals.bytesSent += s.bytesSent;
+        closedTotals.bytesReceived += s.bytesReceived;
+        closedTotals.messagesSent += s.messagesSent;
+        closedTotals.messagesReceived += s.messagesReceived;
+    }
+
+    net::LinkEvents linkEvents()
+    {
+        std::weak_ptr<State> weak = weak_from_this();
+        net::LinkEvents e;
+        e.opened = [weak](const std::shared_ptr<net::Link> &link) {
+            if (auto self = weak.lock())
+                self->onOpened(link);
+        };
+        e.message = [weak](const std::shared_ptr<net::Link> &link, net::Message &&message) {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            std::lock_guard events(self->eventsMutex);
+            if (!self->detached && self->events.message)
+                self->events.message(link->peer().nodeId, std::move(message));
+        };
+        e.writable = [weak](const std::shared_ptr<net::Link> &link) {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            std::lock_guard events(self->eventsMutex);
+            if (!self->detached && self->events.writable)
+                self->events.writable(link->peer().nodeId);
+        };
+        e.closed = [weak](const std::shared_ptr<net::Link> &link, const net::CloseInfo &info) {
+            if (auto self = weak.lock())
+                self->onClosed(link, info);
+        };
+        return e;
+    }
+
+    void onOpened(const std::shared_ptr<net::Link> &link)
+    {
+        const std::string peer = link->peer().nodeId;
+        {
+            std::lock_guard lock(mutex);
+            if (!wanted.count(peer)) {
+                log::info("mesh", "closing a link from " + link->describe() + ": not a neighbour in our assignment");
+                link->close("not a neighbour in this assignment");
+                return;
+            }
+            auto &slot = open[peer];
+            if (slot && slot != link)
+                slot->close("replaced by a newer link");
+            slot = link;
+        }
+        std::lock_guard lock(eventsMutex);
+        if (!detached && events.link)
+            events.link(peer, true);
+    }
+
+    void onClosed(const std::shared_ptr<net::Link> &link, const net::CloseInfo &info)
+    {
+        const std::string peer = link->peer().nodeId;
+        bool wasOpen = false;
+        {
+            std::lock_guard lock(mutex);
+            auto it = open.find(peer);
+            if (it != open.end() && it->second == link) {
+                open.erase(it);
+                wasOpen = true;
+                if (open.empty())
+                    allClosed.notify_all();
+            }
+            addStats(link->stats());
+        }
+        if (wasOpen) {
+            log::info("mesh", "link to " + link->describe() + " closed: " + info.reason);
+            std::lock_guard lock(eventsMutex);
+            if (!detached && events.link)
+                events.link(peer, false);
+        }
+    }
+};
+
+std::pair<std::string, uint16_t> splitHostPort(const std::string &address)
+{
+    const auto colon = address.rfind(':');
+    if (colon == std::string::npos || colon + 1 >= address.size())
+        throw Error("peer address '" + address + "' is not host:port");
+    std::string host = address.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    unsigned port = 0;
+    const char *begin = address.data() + colon + 1, *end = address.data() + address.size();
+    auto [p, ec] = std::from_chars(begin, end, port);
+    if (ec != std::errc() || p != end || port == 0 || port > 65535 || host.empty())
+        throw Error("peer address '" + address + "' is not host:port");
+    return {host, uint16_t(port)};
+}
+
+PeerMesh::PeerMesh(net::NetContext &context, Config config, Events events)
+    : m(std::make_shared<State>(context))
+{
+    m->config = std::move(config);
+    m->config.link.nodeId = m->config.nodeId; // the Hello must name the certificate's node
+    m->events = std::move(events);
+    net::ListenerConfig lc;
+    lc.bindAddress = m->config.bindAddress;
+    lc.port = m->config.port;
+    lc.credentials = m->config.credentials;
+    lc.clients.kind = net::PeerCheck::Kind::SwarmCa;
+    lc.link = m->config.link;
+    m->listener = std::make_unique<net::Listener>(context, lc, m->linkEvents());
+}
+
+PeerMesh::~PeerMesh()
+{
+    m->listener->stop();
+    std::map<std::string, std::shared_ptr<net::Link>> dialled;
+    {
+        std::lock_guard lock(m->mutex);
+        dialled.swap(m->dialled);
+        m->wanted.clear();
+    }
+    for (auto &[peer, link] : dialled)
+        link->close("node shutting down");
+    // Let the goodbyes go out, so peers see a clean close rather than a cut connection.
+    {
+        std::unique_lock lock(m->mutex);
+        m->allClosed.wait_for(lock, std::chrono::seconds(1), [&] { return m->open.empty(); });
+    }
+    std::lock_guard events(m->eventsMutex); // waits for an event that is running
+    m->detached = true;
+}
+
+uint16_t PeerMesh::port() const { return m->listener->port(); }
+
+const std::string &PeerMesh::nodeId() const { return m->config.nodeId; }
+
+void PeerMesh::setPeers(const std::vector<PeerAddress> &peers)
+{
+    std::vector<std::pair<PeerAddress, std::pair<std::string, uint16_t>>> toDial;
+    for (const auto &p : peers)
+        if (m->config.nodeId < p.nodeId)
+            toDial.push_back({p, splitHostPort(p.address)}); // validate before changing anything
+    std::vector<std::shared_ptr<net::Link>> toClose;
+    {
+        std::lock_guard lock(m->mutex);
+        m->wanted.clear();
+        for (const auto &p : peers)
+            m->wanted.insert(p.nodeId);
+        for (auto it = m->dialled.begin(); it != m->dialled.end();) {
+            if (!m->wanted.count(it->first)) {
+                toClose.push_back(it->second);
+                it = m->dialled.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (auto &[peer, link] : m->open)
+            if (!m->wanted.count(peer))
+                toClose.push_back(link);
+    }
+    for (auto &link : toClose)
+        link->close("no longer a neighbour");
+    for (auto &[peer, hostPort] : toDial) {
+        {
+            std::lock_guard lock(m->mutex);
+            if (m->dialled.count(peer.nodeId))
+                continue;
+        }
+        net::DialConfig dc;
+        dc.host = hostPort.first;
+        dc.port = hostPort.second;
+        dc.credentials = m->config.credentials;
+        dc.server.kind = net::PeerCheck::Kind::SwarmCa;
+        dc.server.expectedNodeId = peer.nodeId;
+        dc.link = m->config.link;
+        dc.initialBackoff = std::chrono::milliseconds(100);
+        dc.maxBackoff = std::chrono::milliseconds(2000);
+        auto link = net::dial(m->context, dc, m->linkEvents());
+        std::lock_guard lock(m->mutex);
+        m->dialled[peer.nodeId] = link;
+    }
+}
+
+net::SendResult PeerMesh::send(const std::string &peer, const net::Message &message)
+{
+    std::shared_ptr<net::Link> link;
+    {
+        std::lock_guard lock(m->mutex);
+        auto it = m->open.find(peer);
+        if (it == m->open.end())
+            return net::SendResult::NotOpen;
+        link = it->second;
+    }
+    return link->send(message);
+}
+
+bool PeerMesh::isUp(const std::string &peer) const
+{
+    std::lock_guard lock(m->mutex);
+    auto it = m->open.find(peer);
+    return it != m->open.end() && it->second->isOpen();
+}
+
+net::LinkStats PeerMesh::totals() const
+{
+    std::lock_guard lock(m->mutex);
+    net::LinkStats total = m->closedTotals;
+    for (const auto &[peer, link] : m->open) {
+        const auto s = link->stats();
+        total.bytesSent += s.bytesSent;
+        total.bytesReceived += s.bytesReceived;
+        total.messagesSent += s.messagesSent;
+        total.messagesReceived += s.messagesReceived;
+    }
+    return total;
+}
+
+} // namespace rookery::participant

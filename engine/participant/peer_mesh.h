@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/net/link.h"
+#include "engine/net/net_context.h"
+#include "engine/net/tls_credentials.h"
+
+namespace rookery::participant {
+
+/// A peer to keep a link with: its node id and where it listens ("host:port").
+struct PeerAddress
+{
+    std::string nodeId;
+    std::string address;
+    bool operator==(const PeerAddress &) const = default;
+};
+
+/// A node's links to the other nodes of its swarm: a listener for peers that dial in
+/// and dialled links to peers it dials. For any two peers the one with the smaller
+/// node id dials, so each pair has exactly one link, which carries traffic both ways
+/// (forward activations one way, gradients back; ring chunks). Every link is mutual
+/// TLS with the swarm's CA as the only trust anchor, and a dialled link checks that the
+/// peer is the node it asked for.
+///
+/// Thread safety: every method may be called from any thread. Events run on the
+/// NetContext's thread and must not block; they are never called under the mesh's lock.
+class PeerMesh
+{
+public:
+    struct Config
+    {
+        std::string nodeId;
+        std::string bindAddress = "127.0.0.1";
+        uint16_t port = 0; ///< 0: ephemeral
+        net::TlsCredentials credentials;
+        net::LinkConfig link;
+    };
+    struct Events
+    {
+        std::function<void(const std::string &peer, net::Message &&message)> message;
+        std::function<void(const std::string &peer, bool up)> link;
+        std::function<void(const std::string &peer)> writable;
+    };
+
+    /// Starts listening at once; throws rookery::Error when it cannot.
+    PeerMesh(net::NetContext &context, Config config, Events events);
+    /// Closes the links (waiting up to a second for the goodbyes) and waits for an event
+    /// that is running; no event comes after it returns. Do not destroy the mesh while
+    /// holding a lock that the event handlers take.
+    ~PeerMesh();
+    PeerMesh(const PeerMesh &) = delete;
+    PeerMesh &operator=(const PeerMesh &) = delete;
+
+    uint16_t port() const;
+    const std::string &nodeId() const;
+
+    /// The peers this node needs now. Dials those it must dial, keeps links to peers
+    /// still listed and closes the rest. Throws rookery::Error for a malformed address.
+    void setPeers(const std::vector<PeerAddress> &peers);
+    /// Queues `message` on the link to `peer`; NotOpen when there is none right now.
+    net::SendResult send(const std::string &peer, const net::Message &message);
+    bool isUp(const std::string &peer) const;
+    /// Bytes sent and received over all links so far (closed ones included).
+    net::LinkStats totals() const;
+
+    struct State;
+
+private:
+    std::shared_ptr<State> m;
+};
+
+/// Splits "host:port" (IPv6 in brackets); throws rookery::Error naming the address.
+std::pair<std::string, uint16_t> splitHostPort(const std::string &address);
+
+} // namespace rookery::participant

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/device/governor_settings.h"
+#include "engine/participant/assigned_stage.h"
+
+namespace rookery::device {
+class Governor;
+}
+
+namespace rookery::participant {
+
+/// Settings of a node that joins a swarm.
+struct SwarmNodeSettings
+{
+    std::string coordinator;       ///< wss://host:port/#sha256=...
+    std::string name;              ///< for people; default: the host name
+    std::filesystem::path dataDir; ///< identity, profile cache, checkpoints
+    std::filesystem::path datasetDir;
+    std::string bindAddress = "127.0.0.1"; ///< where peers reach this node
+    uint16_t port = 0;                     ///< 0: any free port
+    device::GovernorSettings governor;
+    int64_t checkpointEvery = 50; ///< optimizer steps
+    int keepCheckpoints = 3;
+    int64_t evaluateEvery = 200; ///< optimizer steps (roots only)
+    bool exitWhenDone = true;    ///< leave the swarm once the run is complete
+};
+
+/// What a node did, when run() returns.
+struct SwarmNodeSummary
+{
+    bool completed = false;   ///< the run finished (not stopped early)
+    double testAccuracy = -1; ///< the root's final evaluation, when this node was a root
+    int64_t step = 0;
+    std::string reason;  ///< why it stopped
+    bool failed = false; ///< it gave up after repeated failures of its stage
+};
+
+/// A volunteer node in a swarm: registers with the coordinator (proving its identity
+/// key), keeps the links to its pipeline neighbours and ring peers, trains the stage
+/// it is assigned under the resource governor, averages over its rings, checkpoints
+/// to SQLite, follows new assignments as the coordinator re-plans, and resumes from its
+/// checkpoint after a restart.
+///
+/// Thread safety: run() on one thread (the control thread); stop flags and status()
+/// from any thread. Callbacks come from the control and stage threads.
+class SwarmNode
+{
+public:
+    struct Callbacks
+    {
+        std::function<void(const std::string &)> message;
+        std::function<void(const StageProgress &)> progress;
+    };
+
+    SwarmNode(SwarmNodeSettings settings, Callbacks callbacks);
+    ~SwarmNode();
+    SwarmNode(const SwarmNode &) = delete;
+    SwarmNode &operator=(const SwarmNode &) = delete;
+
+    /// Joins and trains until the run is complete (with exitWhenDone), the coordinator
+    /// stops this node, or *stop becomes true (checkpoints, then returns; the
+    /// coordinator keeps the assignment for a quick restart). Throws rookery::Error for
+    /// bad settings, data or database before joining.
+    SwarmNodeSummary run(const std::atomic<bool> *stop);
+
+    /// The resource governor every stage of this node passes: pause, resume, snooze and
+    /// new settings from any thread. Made in the constructor, which therefore throws
+    /// rookery::Error for invalid governor settings.
+    device::Governor &governor();
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> d;
+};
+
+} // namespace rookery::participant

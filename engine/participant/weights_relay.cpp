@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/participant/weights_relay.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "engine/common/tensor_buffer.h"
+#include "engine/participant/peer_mesh.h"
+
+namespace rookery::participant {
+namespace {
+
+TensorBuffer toBuffer(const NamedTensor &t) { return tensorBufferFromBytes(t.dtype, t.shape, t.data); }
+
+NamedTensor fromBuffer(const net::NamedTensorBuffer &b)
+{
+    NamedTensor t;
+    t.name = b.name;
+    t.dtype = b.tensor.dtype;
+    t.shape = b.tensor.shape;
+    t.data.assign(b.tensor.data, b.tensor.data + b.tensor.bytes);
+    return t;
+}
+
+// Request ids are random per process so that two roots' requests never collide.
+uint64_t randomBase()
+{
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ rd();
+}
+
+} // namespace
+
+WeightsRelay::WeightsRelay(PeerMesh &mesh, int stage, std::string previous, std::string next)
+    : m_mesh(mesh)
+    , m_stage(stage)
+    , m_previous(std::move(previous))
+    , m_next(std::move(next))
+    , m_nextRequest(randomBase())
+{ }
+
+void WeightsRelay::publish(std::vector<NamedTensor> parameters, uint64_t version)
+{
+    std::lock_guard lock(m_mutex);
+    m_snapshot = std::move(parameters);
+    m_version = version;
+    m_hasSnapshot = true;
+}
+
+bool WeightsRelay::hasSnapshot() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_hasSnapshot;
+}
+
+net::WeightsReply WeightsRelay::replyFor(uint64_t requestId, const std::vector<std::string> &names) const
+{
+    net::WeightsReply reply{requestId, uint32_t(m_stage), m_version, {}};
+    for (const auto &t : m_snapshot)
+        if (names.empty() || std::find(names.begin(), names.end(), t.name) != names.end())
+            reply.tensors.push_back({t.name, toBuffer(t)});
+    return reply;
+}
+
+void WeightsRelay::deliver(const std::string &peer, net::Message &&message)
+{
+    if (auto *request = std::get_if<net::WeightsRequest>(&message)) {
+        net::WeightsReply reply;
+        {
+            std::lock_guard lock(m_mutex);
+            if (!m_hasSnapshot)
+                return; // nothing to give yet; the asker times out and asks again
+            reply = replyFor(request->requestId,
+                             request->stage == kAllStages ? std::vector<std::string>{} : request->names);
+        }
+        (void)m_mesh.send(peer, reply);
+        if (request->stage == kAllStages && peer == m_previous && !m_next.empty())
+            (void)m_mesh.send(m_next, *request); // pass the pipeline request on
+        return;
+    }
+    if (auto *reply = std::get_if<net::WeightsReply>(&message)) {
+        std::unique_lock lock(m_mutex);
+        auto it = m_pending.find(reply->requestId);
+        if (it != m_pending.end()) {
+            it->second.push_back(std::move(*reply));
+            m_replied.notify_all();
+            return;
+        }
+        lock.unlock();
+        if (peer == m_next && !m_previous.empty())
+            (void)m_mesh.send(m_previous, *reply); // relay an answer from below upstream
+    }
+}
+
+std::optional<std::vector<NamedTensor>> WeightsRelay::gatherPipeline(int stages, std::chrono::milliseconds timeout,
+                                                                     uint64_t minVersion)
+{
+    std::vector<NamedTensor> all;
+    uint64_t id;
+    {
+        std::lock_guard lock(m_mutex);
+        if (!m_hasSnapshot || m_version < minVersion)
+            return std::nullopt;
+        all = m_snapshot;
+        id = m_nextRequest++;
+        m_pending[id];
+    }
+    if (stages > 1 && m_mesh.send(m_next, net::WeightsRequest{id, kAllStages, {}}) != net::SendResult::Queued) {
+        std::lock_guard lock(m_mutex);
+        m_pending.erase(id);
+        return std::nullopt;
+    }
+    std::unique_lock lock(m_mutex);
+    const bool complete = m_replied.wait_for(lock, timeout, [&] { return int(m_pending[id].size()) >= stages - 1; });
+    auto replies = std::move(m_pending[id]);
+    m_pending.erase(id);
+    lock.unlock();
+    if (!complete)
+        return std::nullopt;
+    for (const auto &r : replies)
+        if (r.weightVersion < minVersion)
+            return std::nullopt; // a stage has not finished yet: ask again later
+    std::sort(replies.begin(), replies.end(), [](const auto &a, const auto &b) { return a.stage < b.stage; });
+    for (const auto &r : replies)
+        for (const auto &t : r.tensors)
+            all.push_back(fromBuffer(t));
+    return all;
+}
+
+std::optional<std::vector<NamedTensor>>
+WeightsRelay::fetch(const std::string &peer, const std::vector<std::string> &names, std::chrono::milliseconds timeout)
+{
+    uint64_t id;
+    {
+        std::lock_guard lock(m_mutex);
+        id = m_nextRequest++;
+        m_pending[id];
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    // The link to a peer we do not usually talk to may still be opening: retry the send.
+    while (m_mesh.send(peer, net::WeightsRequest{id, uint32_t(m_stage), names}) != net::SendResult::Queued) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            std::lock_guard lock(m_mutex);
+            m_pending.erase(id);
+            return std::nullopt;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::unique_lock lock(m_mutex);
+    const bool got = m_replied.wait_until(lock, deadline, [&] { return !m_pending[id].empty(); });
+    auto replies = std::move(m_pending[id]);
+    m_pending.erase(id);
+    lock.unlock();
+    if (!got)
+        return std::nullopt;
+    std::vector<NamedTensor> out;
+    for (const auto &t : replies.front().tensors)
+        out.push_back(fromBuffer(t));
+    if (out.size() != names.size())
+        return std::nullopt;
+    return out;
+}
+
+} // namespace rookery::participant

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/common/named_tensor.h"
+#include "engine/net/wire_message.h"
+
+namespace rookery::participant {
+
+class PeerMesh;
+
+/// This stage's weights as other nodes may ask for them, and the asking.
+///
+/// The stage thread publishes a copy of its parameters at safe points (after an
+/// averaging round, at the end of a run); requests are answered from that copy, never
+/// from tensors in use. A request for the whole pipeline travels down stage by stage:
+/// each stage answers it upstream and passes it on, and relays the answers of the
+/// stages below; the root collects them and so holds the whole model (to evaluate it).
+/// A node taking over layers asks a peer that holds them for those by name.
+///
+/// Thread safety: publish() on the stage thread; deliver() on the network thread;
+/// gatherPipeline() and fetch() block the calling thread (not the network thread).
+class WeightsRelay
+{
+public:
+    static constexpr uint32_t kAllStages = 0xFFFFFFFF;
+
+    WeightsRelay(PeerMesh &mesh, int stage, std::string previous, std::string next);
+
+    void publish(std::vector<NamedTensor> parameters, uint64_t version);
+    bool hasSnapshot() const;
+
+    /// Handles WeightsRequest and WeightsReply; ignores other messages.
+    void deliver(const std::string &peer, net::Message &&message);
+
+    /// Root: this stage's snapshot plus every stage's below, in layer order; nullopt when
+    /// not all `stages` answered within `timeout` with a snapshot of at least `minVersion`
+    /// (the root's own included).
+    std::optional<std::vector<NamedTensor>> gatherPipeline(int stages, std::chrono::milliseconds timeout,
+                                                           uint64_t minVersion = 0);
+    /// The named tensors from `peer`'s snapshot; nullopt on timeout or when it lacks one.
+    std::optional<std::vector<NamedTensor>> fetch(const std::string &peer, const std::vector<std::string> &names,
+                                                  std::chrono::milliseconds timeout);
+
+private:
+    net::WeightsReply replyFor(uint64_t requestId, const std::vector<std::string> &names) const;
+
+    PeerMesh &m_mesh;
+    const int m_stage;
+    const std::string m_previous;
+    const std::string m_next;
+
+    mutable std::mutex m_mutex;
+    std::condition_variable m_replied;
+    std::vector<NamedTensor> m_snapshot;
+    uint64_t m_version = 0;
+    bool m_hasSnapshot = false;
+    uint64_t m_nextRequest = 1;
+    std::map<uint64_t, std::vector<net::WeightsReply>> m_pending; // requests we made
+};
+
+} // namespace rookery::participant

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The pipeline runtime over real TLS WebSocket links on loopback: the network transport
+// plugs in without changes to the runtime and computes exactly what the in-process
+// pipeline computes; a lost peer stops a run instead of hanging it; rings average over
+// the same links.
+#include <QtTest>
+
+#include <thread>
+
+#include "engine/data/image_dataset.h"
+#include "engine/model/model_zoo.h"
+#include "engine/net/certificate_authority.h"
+#include "engine/net/identity.h"
+#include "engine/participant/net_ring_links.h"
+#include "engine/participant/net_stage_transport.h"
+#include "engine/participant/peer_mesh.h"
+#include "engine/participant/weights_relay.h"
+#include "engine/train/pipeline.h"
+#include "engine/train/stage_runtime.h"
+#include "tests/support/test_support.h"
+
+using namespace rookery;
+using namespace std::chrono_literals;
+
+namespace {
+
+// One simulated node: an identity with a CA-issued certificate and its peer mesh, whose
+// messages go to whichever transports and rings are attached.
+struct TestNode
+{
+    net::Identity identity = net::Identity::generate();
+    std::unique_ptr<participant::PeerMesh> mesh;
+    std::unique_ptr<participant::NetStageTransport> transport;
+    std::vector<std::unique_ptr<participant::NetRingLinks>> rings;
+    std::unique_ptr<participant::WeightsRelay> relay;
+    std::mutex mutex;
+
+    TestNode(net::NetContext &net, const net::CertificateAuthority &ca)
+    {
+        participant::PeerMesh::Config c;
+        c.nodeId = identity.nodeId();
+        c.credentials = {ca.issue(identity.publicKeyPem()), identity.privateKeyPem(), ca.certificatePem()};
+        participant::PeerMesh::Events e;
+        e.message = [this](const std::string &peer, net::Message &&m) {
+            std::lock_guard lock(mutex);
+            if (relay &&
+                (std::holds_alternative<net::WeightsRequest>(m) || std::holds_alternative<net::WeightsReply>(m))) {
+                relay->deliver(peer, std::move(m));
+            } else if (auto *chunk = std::get_if<net::RingChunk>(&m)) {
+                for (auto &r : rings)
+                    r->deliver(peer, net::RingChunk(*chunk));
+            } else if (transport) {
+                transport->deliver(peer, std::move(m));
+            }
+        };
+        e.link = [this](const std::string &peer, bool up) {
+            std::lock_guard lock(mutex);
+            if (transport)
+                transport->linkChanged(peer, up);
+        };
+        e.writable = [this](const std::string &peer) {
+            std::lock_guard lock(mutex);
+            if (transport)
+                transport->writable(peer);
+        };
+        mesh = std::make_unique<participant::PeerMesh>(net, c, e);
+    }
+    // The mesh goes first: its events reach the transport, rings and relay below.
+    ~TestNode() { mesh.reset(); }
+    participant::PeerAddress address() const
+    {
+        return {identity.nodeId(), "127.0.0.1:" + std::to_string(mesh->port())};
+    }
+};
+
+train::StageConfig stageConfig(int stage, size_t first, size_t last)
+{
+    train::StageConfig c;
+    c.model = model::mlpSpec();
+    c.firstLayer = first;
+    c.lastLayer = last;
+    c.stage = stage;
+    c.stages = 2;
+    c.optimizer.learningRate = 0.05;
+    c.microbatchSize = 64;
+    c.mode = train::PipelineMode::Synchronous;
+    c.seed = 3;
+    return c;
+}
+
+} // namespace
+
+class TestNetPipeline : public QObject
+{
+    Q_OBJECT
+
+    std::shared_ptr<data::ImageDataset> m_train;
+    net::CertificateAuthority m_ca = net::CertificateAuthority::create("test swarm");
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_train = std::make_shared<data::ImageDataset>(
+            data::headOf(data::loadFashionMnist(test::fashionMnistDir(), data::Split::Train), 4096));
+    }
+
+    void matchesTheInProcessPipeline()
+    {
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        {
+            std::scoped_lock lock(a.mutex, b.mutex);
+            a.transport = std::make_unique<participant::NetStageTransport>(*a.mesh, 0, "", b.identity.nodeId());
+            b.transport = std::make_unique<participant::NetStageTransport>(*b.mesh, 1, a.identity.nodeId(), "");
+        }
+        QVERIFY(test::waitFor([&] { return a.transport->neighboursUp() && b.transport->neighboursUp(); }, 10s));
+
+        const int64_t microbatches = 40;
+        train::StageRuntime root(stageConfig(0, 0, 2), *a.transport, train::openGate(), m_train);
+        train::StageRuntime leaf(stageConfig(1, 2, 6), *b.transport);
+        a.transport->beginRun();
+        b.transport->beginRun();
+        train::StageRunResult leafResult;
+        std::thread t([&] { leafResult = leaf.run(microbatches); });
+        const auto rootResult = root.run(microbatches);
+        t.join();
+        QCOMPARE(int(rootResult.stop.kind), int(train::StopKind::Finished));
+        QCOMPARE(int(leafResult.stop.kind), int(train::StopKind::Finished));
+        QCOMPARE(rootResult.metrics.backwards, microbatches);
+
+        train::PipelineConfig pc;
+        pc.model = model::mlpSpec();
+        pc.cuts = {2};
+        pc.optimizer.learningRate = 0.05;
+        pc.mode = train::PipelineMode::Synchronous;
+        pc.seed = 3;
+        train::Pipeline local(pc, m_train);
+        local.run(microbatches);
+        auto expected = local.parameters();
+        auto got = root.parameters();
+        for (auto &p : leaf.parameters())
+            got.push_back(p);
+        QCOMPARE(got.size(), expected.size());
+        for (size_t i = 0; i < got.size(); ++i)
+            QVERIFY2(got[i] == expected[i], got[i].name.c_str()); // the same bytes: the network only moves them
+    }
+
+    void lostPeerStopsTheRun()
+    {
+        net::NetContext net;
+        TestNode a(net, m_ca);
+        auto b = std::make_unique<TestNode>(net, m_ca);
+        a.mesh->setPeers({b->address()});
+        b->mesh->setPeers({a.address()});
+        {
+            std::scoped_lock lock(a.mutex, b->mutex);
+            a.transport = std::make_unique<participant::NetStageTransport>(*a.mesh, 0, "", b->identity.nodeId());
+            b->transport = std::make_unique<participant::NetStageTransport>(*b->mesh, 1, a.identity.nodeId(), "");
+        }
+        QVERIFY(test::waitFor([&] { return a.transport->neighboursUp(); }, 10s));
+        train::StageRuntime root(stageConfig(0, 0, 2), *a.transport, train::openGate(), m_train);
+        auto leafRuntime = std::make_unique<train::StageRuntime>(stageConfig(1, 2, 6), *b->transport);
+        a.transport->beginRun();
+        b->transport->beginRun();
+        std::thread t([&] { leafRuntime->run(1'000'000); });
+        std::thread killer([&] {
+            std::this_thread::sleep_for(300ms);
+            b->transport->abort({train::StopKind::Cancelled, 1, "test kills the leaf"});
+            t.join();
+            std::unique_ptr<participant::PeerMesh> gone;
+            {
+                std::lock_guard lock(b->mutex);
+                gone = std::move(b->mesh);
+            }
+            gone.reset(); // the peer vanishes (outside the lock its event handlers take)
+        });
+        const auto start = std::chrono::steady_clock::now();
+        const auto result = root.run(1'000'000);
+        killer.join();
+        QVERIFY(std::chrono::steady_clock::now() - start < 20s);
+        QCOMPARE(int(result.stop.kind), int(train::StopKind::Cancelled));
+        QVERIFY(result.metrics.backwards > 0);
+    }
+
+    void ringAveragesOverLinks()
+    {
+        net::NetContext net;
+        std::vector<std::unique_ptr<TestNode>> nodes;
+        for (int i = 0; i < 3; ++i)
+            nodes.push_back(std::make_unique<TestNode>(net, m_ca));
+        for (int i = 0; i < 3; ++i) {
+            auto &me = *nodes[size_t(i)];
+            const auto &next = *nodes[size_t((i + 1) % 3)];
+            const auto &prev = *nodes[size_t((i + 2) % 3)];
+            me.mesh->setPeers({next.address(), prev.address()});
+            std::lock_guard lock(me.mutex);
+            me.rings.push_back(std::make_unique<participant::NetRingLinks>(*me.mesh, 77, next.identity.nodeId(),
+                                                                           prev.identity.nodeId()));
+        }
+        QVERIFY(test::waitFor(
+            [&] {
+                for (int i = 0; i < 3; ++i)
+                    if (!nodes[size_t(i)]->mesh->isUp(nodes[size_t((i + 1) % 3)]->identity.nodeId()))
+                        return false;
+                return true;
+            },
+            10s));
+        std::vector<std::vector<float>> values(3, std::vector<float>(1000));
+        for (int r = 0; r < 3; ++r)
+            for (size_t i = 0; i < 1000; ++i)
+                values[size_t(r)][i] = float(r * 1000 + int(i));
+        std::vector<swarm::RingResult> results(3);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < 3; ++r)
+            threads.emplace_back([&, r] {
+                results[size_t(r)] =
+                    swarm::ringAllReduceAverage(values[size_t(r)], r, 3, 1, *nodes[size_t(r)]->rings[0], 5s);
+            });
+        for (auto &t : threads)
+            t.join();
+        for (int r = 0; r < 3; ++r) {
+            QVERIFY2(results[size_t(r)].complete, results[size_t(r)].error.c_str());
+            for (size_t i = 0; i < 1000; i += 97)
+                QCOMPARE(values[size_t(r)][i], float(1000 + int(i)));
+        }
+    }
+
+    void rootGathersThePipelinesWeights()
+    {
+        net::NetContext net;
+        std::vector<std::unique_ptr<TestNode>> nodes;
+        for (int i = 0; i < 4; ++i)
+            nodes.push_back(std::make_unique<TestNode>(net, m_ca));
+        auto id = [&](int i) { return i >= 0 && i < 3 ? nodes[size_t(i)]->identity.nodeId() : std::string(); };
+        for (int i = 0; i < 3; ++i) {
+            std::vector<participant::PeerAddress> peers;
+            if (i > 0)
+                peers.push_back(nodes[size_t(i - 1)]->address());
+            if (i < 2)
+                peers.push_back(nodes[size_t(i + 1)]->address());
+            if (i == 2)
+                peers.push_back(nodes[3]->address()); // node 3 takes over from stage 2
+            nodes[size_t(i)]->mesh->setPeers(peers);
+            std::lock_guard lock(nodes[size_t(i)]->mutex);
+            nodes[size_t(i)]->relay =
+                std::make_unique<participant::WeightsRelay>(*nodes[size_t(i)]->mesh, i, id(i - 1), id(i + 1));
+            nodes[size_t(i)]->relay->publish(
+                {NamedTensor{
+                    std::to_string(i) + ".weight", DType::Float32, {1}, std::vector<uint8_t>(4, uint8_t(i + 1))}},
+                7);
+        }
+        nodes[3]->mesh->setPeers({nodes[2]->address()});
+        {
+            std::lock_guard lock(nodes[3]->mutex);
+            nodes[3]->relay = std::make_unique<participant::WeightsRelay>(*nodes[3]->mesh, 2, "", "");
+        }
+        QVERIFY(test::waitFor(
+            [&] {
+                return nodes[0]->mesh->isUp(id(1)) && nodes[1]->mesh->isUp(id(0)) && nodes[1]->mesh->isUp(id(2)) &&
+                       nodes[2]->mesh->isUp(id(1)) && nodes[2]->mesh->isUp(nodes[3]->identity.nodeId()) &&
+                       nodes[3]->mesh->isUp(id(2));
+            },
+            10s));
+        const auto all = nodes[0]->relay->gatherPipeline(3, 10s);
+        QVERIFY(all.has_value());
+        QCOMPARE(all->size(), size_t(3));
+        for (int i = 0; i < 3; ++i) {
+            QCOMPARE((*all)[size_t(i)].name, std::to_string(i) + ".weight");
+            QCOMPARE(int((*all)[size_t(i)].data[0]), i + 1);
+        }
+        const auto fetched = nodes[3]->relay->fetch(id(2), {"2.weight"}, 10s);
+        QVERIFY(fetched.has_value());
+        QCOMPARE(int(fetched->front().data[0]), 3);
+        QVERIFY(!nodes[3]->relay->fetch(id(2), {"9.weight"}, 2s)); // not held there
+    }
+};
+
+QTEST_GUILESS_MAIN(TestNetPipeline)
+#include "tst_net_pipeline.moc"
