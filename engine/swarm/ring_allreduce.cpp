@@ -63,13 +63,13 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
             if (in->round >= round)
                 break; // older rounds' leftovers are skipped
         }
-        if (in->round > round)
-            result.newerRound = in->round;
         if (in->round != round || in->step != step || in->chunk != recvChunk) {
             result.error = "ring round " + std::to_string(round) + ": out-of-step chunk (round " +
                            std::to_string(in->round) + ", step " + std::to_string(in->step) + ", chunk " +
                            std::to_string(in->chunk) + "; expected step " + std::to_string(step) + ", chunk " +
                            std::to_string(recvChunk) + ")";
+            if (in->round > round)
+                result.newer = std::move(*in);
             result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
             return result;
         }

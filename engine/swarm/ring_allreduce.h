@@ -38,9 +38,9 @@ struct RingResult
     std::string error;     ///< why not complete
     uint64_t bytesSent = 0;
     double seconds = 0;
-    /// When a neighbour was already in a later round: that round, so the caller can
-    /// catch up (a member that was away restarts at an older round); else 0.
-    uint64_t newerRound = 0;
+    /// When a neighbour was already in a later round: its chunk that ended this round,
+    /// handed back so that the caller can join that round (RingAveraging does).
+    std::optional<RingChunk> newer;
 };
 
 /// Averages `values` in place with the other `size` members of a ring, as the

@@ -2,10 +2,38 @@
 #include "engine/swarm/ring_averaging.h"
 
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "engine/common/error.h"
 
 namespace rookery::swarm {
+
+namespace {
+
+// A ring's links with one chunk put back in front: the chunk a round read before it
+// knew that it was behind.
+class PutBack final : public RingLinks
+{
+public:
+    PutBack(RingLinks &links, RingChunk first)
+        : m_links(links)
+        , m_first(std::move(first))
+    { }
+    void sendNext(RingChunk chunk) override { m_links.sendNext(std::move(chunk)); }
+    std::optional<RingChunk> receivePrevious(std::chrono::steady_clock::time_point deadline) override
+    {
+        if (m_first)
+            return std::exchange(m_first, std::nullopt);
+        return m_links.receivePrevious(deadline);
+    }
+
+private:
+    RingLinks &m_links;
+    std::optional<RingChunk> m_first;
+};
+
+} // namespace
 
 size_t layerOfParameter(const std::string &name) { return size_t(std::stoul(name.substr(0, name.find('.')))); }
 
@@ -52,8 +80,14 @@ RingAveraging::Outcome RingAveraging::average(std::vector<NamedTensor> parameter
     std::vector<float> flat = flattenParameters(outcome.parameters);
     const uint64_t id = uint64_t(round + m_roundOffset);
     outcome.result = ringAllReduceAverage(flat, place.rank, place.size, id, links, m_timeout);
-    if (outcome.result.newerRound > id)
-        m_roundOffset += int64_t(outcome.result.newerRound - id); // we were behind: meet the others next time
+    if (!outcome.result.complete && outcome.result.newer && outcome.result.newer->round > id) {
+        // A neighbour is in a later round and waits there: join it now, reading its
+        // chunk first, and number the next rounds as the ring does.
+        const uint64_t newer = outcome.result.newer->round;
+        m_roundOffset += int64_t(newer - id);
+        PutBack first(links, std::move(*outcome.result.newer));
+        outcome.result = ringAllReduceAverage(flat, place.rank, place.size, newer, first, m_timeout);
+    }
     if (outcome.result.complete)
         unflattenParameters(flat, outcome.parameters);
     return outcome;

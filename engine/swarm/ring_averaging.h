@@ -29,10 +29,13 @@ struct RingPlace
 ///
 /// Round numbers: the caller numbers rounds by its optimizer step (step / interval), so
 /// the members of a ring agree without talking. A member that resumed behind its ring
-/// (a restart from an older checkpoint) would never meet the others, so when a round
-/// shows a neighbour already in a later one, the member adopts the difference as an
-/// offset and meets the ring at its next round. One offset serves all rings of a stage,
-/// as its rings follow the same steps.
+/// (a restart from an older checkpoint), or that gave up a round its neighbours went on
+/// with, would never meet the others: when a round shows a neighbour already in a later
+/// one, the member joins that round at once with the same values (the neighbour waits
+/// in it), reading the neighbour's chunk first, and keeps the difference as an offset
+/// for its next rounds. Adopting the offset for the next round instead made two members
+/// overtake each other forever, each one round ahead of the other. One offset serves
+/// all rings of a stage, as its rings follow the same steps.
 ///
 /// Thread safety: one thread at a time (the stage thread averages between steps).
 class RingAveraging

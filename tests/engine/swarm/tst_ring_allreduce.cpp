@@ -7,9 +7,13 @@
 #include <random>
 #include <thread>
 
+#include <cstring>
+
 #include "engine/swarm/ring_allreduce.h"
+#include "engine/swarm/ring_averaging.h"
 
 using namespace rookery::swarm;
+using rookery::NamedTensor;
 using namespace std::chrono_literals;
 
 namespace {
@@ -87,6 +91,24 @@ RingRun runRing(int n, size_t count, int muteRank = -1, uint64_t round = 1,
     return run;
 }
 
+// One parameter "0.weight" holding `values`.
+std::vector<NamedTensor> parameter(const std::vector<float> &values)
+{
+    NamedTensor t;
+    t.name = "0.weight";
+    t.shape = {int64_t(values.size())};
+    t.data.resize(values.size() * sizeof(float));
+    std::memcpy(t.data.data(), values.data(), t.data.size());
+    return {t};
+}
+
+float first(const std::vector<NamedTensor> &p)
+{
+    float v = 0;
+    std::memcpy(&v, p.at(0).data.data(), sizeof v);
+    return v;
+}
+
 } // namespace
 
 class TestRingAllReduce : public QObject
@@ -151,6 +173,28 @@ private Q_SLOTS:
         for (const auto &r : run.results)
             QVERIFY2(r.complete, r.error.c_str());
         QVERIFY(run.values[0] == run.values[1] && run.values[1] == run.values[2]);
+    }
+
+    // A member that resumed three rounds behind its ring joins the round its neighbour
+    // waits in, and both stay in step afterwards: neither overtakes the other.
+    void aMemberBehindJoinsItsRingAndStaysInStep()
+    {
+        std::vector<Mailbox> boxes(2);
+        QueueLinks toB(boxes[1], boxes[0]), toA(boxes[0], boxes[1]);
+        RingAveraging behind(2s), ahead(2s);
+        const RingPlace a{0, 1, 0, 2}, b{0, 1, 1, 2};
+        for (int64_t i = 0; i < 4; ++i) {
+            RingAveraging::Outcome x, y;
+            std::thread t([&] { y = ahead.average(parameter({float(10 + i), 2}), b, 8 + i, toA); });
+            x = behind.average(parameter({float(i), 4}), a, 5 + i, toB);
+            t.join();
+            QVERIFY2(x.result.complete, x.result.error.c_str());
+            QVERIFY2(y.result.complete, y.result.error.c_str());
+            QCOMPARE(first(x.parameters), float(5 + i)); // the average of i and 10 + i
+            QCOMPARE(first(y.parameters), float(5 + i));
+            QCOMPARE(behind.roundOffset(), int64_t(3));
+            QCOMPARE(ahead.roundOffset(), int64_t(0));
+        }
     }
 
     void mismatchedSizesAreRefused()
