@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include <unistd.h>
@@ -36,45 +37,20 @@ void installSignalHandlers()
 }
 
 // How the job ended: the first word on it wins (a start refused, or the job's end).
-class JobEnd
+struct JobEnd
 {
-public:
-    void finish(const std::string &outcome, bool failed)
-    {
-        {
-            std::lock_guard lock(m_mutex);
-            if (m_done)
-                return;
-            m_done = true;
-            m_outcome = outcome;
-            m_failed = failed;
-        }
-        m_wake.notify_all();
-    }
-    /// True once ended; waits at most `timeout`.
-    bool wait(std::chrono::milliseconds timeout)
-    {
-        std::unique_lock lock(m_mutex);
-        return m_wake.wait_for(lock, timeout, [this] { return m_done; });
-    }
-    std::string outcome() const
-    {
-        std::lock_guard lock(m_mutex);
-        return m_outcome;
-    }
-    bool failed() const
-    {
-        std::lock_guard lock(m_mutex);
-        return m_failed;
-    }
-    std::atomic<bool> summaryPrinted{false}; ///< the job's own last line said how it ended
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::optional<std::pair<std::string, bool>> outcome; ///< what, and whether it failed
+    std::atomic<bool> summaryPrinted{false};             ///< the job's own last line said how it ended
 
-private:
-    mutable std::mutex m_mutex;
-    std::condition_variable m_wake;
-    bool m_done = false;
-    std::string m_outcome;
-    bool m_failed = false;
+    void finish(const std::string &what, bool failed)
+    {
+        std::lock_guard lock(mutex);
+        if (!outcome)
+            outcome.emplace(what, failed);
+        wake.notify_all();
+    }
 };
 
 // "stopped: resident memory ... crossed the cap ..." -> " (resident memory ...)"
@@ -215,14 +191,14 @@ int runNode(const app::NodeOptions &options)
     else
         engine.joinSwarm(options.join, started);
     bool stopAsked = false;
-    while (!end.wait(std::chrono::milliseconds(50)))
+    std::unique_lock lock(end.mutex);
+    while (!end.wake.wait_for(lock, std::chrono::milliseconds(50), [&end] { return end.outcome.has_value(); }))
         if (g_stop.load() && !std::exchange(stopAsked, true))
             engine.stopTraining([](const std::string &) {}); // a paused job sees its gate close
-    if (!end.failed())
-        return 0;
-    if (!end.summaryPrinted)
-        std::fprintf(stderr, "rookery-node: error: %s\n", end.outcome().c_str());
-    return 1;
+    const auto [outcome, failed] = *end.outcome;
+    if (failed && !end.summaryPrinted)
+        std::fprintf(stderr, "rookery-node: error: %s\n", outcome.c_str());
+    return failed ? 1 : 0;
 }
 
 // --profile: from the cache unless stale, else measured now (a few seconds).

@@ -8,7 +8,6 @@
 #include "engine/common/error.h"
 #include "engine/common/format.h"
 #include "engine/common/paths.h"
-#include "engine/common/wall_clock.h"
 #include "engine/device/governor.h"
 #include "engine/device/thread_priority.h"
 #include "engine/host/engine_views.h"
@@ -34,6 +33,7 @@ std::string outcomeOf(const participant::SwarmNodeSummary &s)
 SwarmJob::SwarmJob(SwarmJobSettings settings, Events events)
     : TrainingJob(std::move(events))
     , m_settings(std::move(settings))
+    , m_governor(std::make_shared<device::Governor>(forThisSwarm(m_settings.node.governor)))
 {
     m_thread = std::thread([this] { main(); });
 }
@@ -48,41 +48,17 @@ SwarmJob::~SwarmJob()
 void SwarmJob::requestStop()
 {
     m_stop = true;
-    {
-        // As WholeModelRun does: a stage held by the governor (paused) or one that does not
-        // watch for aborts (a pipeline of one) sees the closed gate at its next step.
-        std::lock_guard lock(m_mutex);
-        if (m_node)
-            m_node->governor().close("stopped: on request");
-    }
+    // As WholeModelRun does: a stage held by the governor (paused) or one that does not
+    // watch for aborts (a pipeline of one) sees the closed gate at its next step.
+    m_governor->close("stopped: on request");
+    std::lock_guard lock(m_mutex); // waiters check m_stop under it: no wake-up is lost
     m_wake.notify_all();
 }
 
-// The node's governor is thread-safe; m_mutex guards the pointer and what waits for it.
-void SwarmJob::pause()
-{
-    std::lock_guard lock(m_mutex);
-    m_paused = true;
-    if (m_node)
-        m_node->governor().pause();
-}
-
-void SwarmJob::resume()
-{
-    std::lock_guard lock(m_mutex);
-    m_paused = false;
-    m_snoozedUntilMs = 0;
-    if (m_node)
-        m_node->governor().resume();
-}
-
-void SwarmJob::snooze(int minutes)
-{
-    std::lock_guard lock(m_mutex);
-    m_snoozedUntilMs = nowMs() + int64_t(minutes) * 60'000;
-    if (m_node)
-        m_node->governor().snooze(std::chrono::minutes(minutes));
-}
+// The governor is thread-safe, and the node takes it as it is when it is made.
+void SwarmJob::pause() { m_governor->pause(); }
+void SwarmJob::resume() { m_governor->resume(); }
+void SwarmJob::snooze(int minutes) { m_governor->snooze(std::chrono::minutes(minutes)); }
 
 device::GovernorSettings SwarmJob::forThisSwarm(device::GovernorSettings settings) const
 {
@@ -97,10 +73,7 @@ device::GovernorSettings SwarmJob::forThisSwarm(device::GovernorSettings setting
 
 void SwarmJob::setGovernorSettings(const device::GovernorSettings &settings)
 {
-    std::lock_guard lock(m_mutex);
-    m_newSettings = forThisSwarm(settings);
-    if (m_node)
-        m_node->governor().setSettings(*m_newSettings);
+    m_governor->setSettings(forThisSwarm(settings));
 }
 
 void SwarmJob::main()
@@ -181,14 +154,7 @@ std::string SwarmJob::supervise(launcher::SwarmLauncher *swarm, bool &failed)
             m_progressAt = Clock::now();
         };
         std::lock_guard lock(m_mutex);
-        m_settings.node.governor = m_newSettings.value_or(forThisSwarm(m_settings.node.governor));
-        m_node = std::make_unique<participant::SwarmNode>(m_settings.node, std::move(callbacks));
-        if (m_stop) // asked while the node was being made
-            m_node->governor().close("stopped: on request");
-        else if (m_paused)
-            m_node->governor().pause();
-        else if (const int64_t left = m_snoozedUntilMs - nowMs(); left > 0)
-            m_node->governor().snooze(std::chrono::minutes((left + 59'999) / 60'000));
+        m_node = std::make_unique<participant::SwarmNode>(m_settings.node, std::move(callbacks), m_governor);
     }
     m_nodeThread = std::thread([this] {
         if (m_settings.lowerPriority)
@@ -272,14 +238,11 @@ JobView SwarmJob::view() const
 {
     JobView v;
     std::lock_guard lock(m_mutex);
-    bool held = false;
-    if (m_node && !m_nodeDone) {
-        const device::GovernorStatus status = m_node->governor().status();
-        v.governor = governorView(status);
-        held = status.state == device::GovernorState::Paused;
-    }
+    const device::GovernorStatus status = m_governor->status();
+    v.governor = governorView(status);
+    const bool held = status.state == device::GovernorState::Paused;
     const bool fresh = Clock::now() - m_progressAt < std::chrono::seconds(3);
-    v.computing = v.governor && !held && fresh && m_progress.samplesPerSecond > 0;
+    v.computing = m_node && !m_nodeDone && !held && fresh && m_progress.samplesPerSecond > 0;
     if (m_status) {
         v.assignment = m_status->self;
         v.peers = m_status->peers;

@@ -61,6 +61,9 @@ private:
     SwarmJobSettings m_settings;
     std::atomic<bool> m_stop{false};
     std::condition_variable m_wake;
+    // The node's governor, made with the job: what the user asks before the node exists
+    // (the demo swarm takes a while to start) holds it from the start.
+    const std::shared_ptr<device::Governor> m_governor;
     std::unique_ptr<participant::SwarmNode> m_node; // made before m_nodeThread starts, destroyed after it ends
     std::thread m_nodeThread;
     std::atomic<bool> m_nodeDone{false};
@@ -78,11 +81,6 @@ private:
     int64_t m_ringRoundsBefore = 0;
     int64_t m_ringSkippedBefore = 0;
     std::optional<SwarmStatusView> m_status;
-    // What the user asked for before the node existed (the demo swarm takes a while to
-    // start), applied to its governor when it is made.
-    bool m_paused = false;
-    int64_t m_snoozedUntilMs = 0;
-    std::optional<device::GovernorSettings> m_newSettings;
 
     std::thread m_thread;
 };

@@ -66,7 +66,7 @@ struct SwarmNode::Impl
     std::optional<coord::Assignment> newAssignment;
     std::string lastError;
 
-    std::unique_ptr<device::Governor> governor; // outlives every stage and link
+    std::shared_ptr<device::Governor> governor; // outlives every stage and link
 
     StageSlot stage; // the mesh's events reach the current stage through it
 
@@ -353,12 +353,12 @@ SwarmNodeSummary NodeRun::leave()
 
 } // namespace
 
-SwarmNode::SwarmNode(SwarmNodeSettings settings, Callbacks callbacks)
+SwarmNode::SwarmNode(SwarmNodeSettings settings, Callbacks callbacks, std::shared_ptr<device::Governor> governor)
     : d(std::make_unique<Impl>())
 {
     d->settings = std::move(settings);
     d->callbacks = std::move(callbacks);
-    d->governor = std::make_unique<device::Governor>(d->settings.governor);
+    d->governor = governor ? std::move(governor) : std::make_shared<device::Governor>(d->settings.governor);
 }
 
 SwarmNode::~SwarmNode() = default;

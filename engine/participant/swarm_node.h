@@ -60,7 +60,9 @@ public:
         std::function<void(const StageProgress &)> progress;
     };
 
-    SwarmNode(SwarmNodeSettings settings, Callbacks callbacks);
+    /// `governor`: the one every stage passes, shared with a caller that may hold it
+    /// before the node exists; made from settings.governor when null.
+    SwarmNode(SwarmNodeSettings settings, Callbacks callbacks, std::shared_ptr<device::Governor> governor = nullptr);
     ~SwarmNode();
     SwarmNode(const SwarmNode &) = delete;
     SwarmNode &operator=(const SwarmNode &) = delete;
@@ -72,8 +74,8 @@ public:
     SwarmNodeSummary run(const std::atomic<bool> *stop);
 
     /// The resource governor every stage of this node passes: pause, resume, snooze and
-    /// new settings from any thread. Made in the constructor, which therefore throws
-    /// rookery::Error for invalid governor settings.
+    /// new settings from any thread. Made in the constructor when not given, which then
+    /// throws rookery::Error for invalid governor settings.
     device::Governor &governor();
 
     struct Impl;
