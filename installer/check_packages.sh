@@ -81,6 +81,16 @@ for key in DynamicUser=yes ProtectSystem=strict StateDirectory=rookery-coordinat
     IOSchedulingClass=idle; do
     grep -qx "$key" "$root/usr/lib/systemd/system/rookery-coordinator.service" || fail "coordinator unit lacks $key"
 done
+# The node feeds strangers' tensors to LibTorch: it gets the same sandbox, and both have
+# a memory and task ceiling.
+for key in ProtectSystem=strict ProtectHome=read-only PrivateTmp=yes NoNewPrivileges=yes \
+    SystemCallFilter=@system-service "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK" MemoryMax=75% \
+    TasksMax=512; do
+    grep -qx "$key" "$root/usr/lib/systemd/user/rookery-node.service" || fail "node unit lacks $key"
+done
+for key in MemoryMax=4G TasksMax=256; do
+    grep -qx "$key" "$root/usr/lib/systemd/system/rookery-coordinator.service" || fail "coordinator unit lacks $key"
+done
 # systemd-analyze checks the syntax and every setting against this systemd; it needs
 # the programs where the units say, so it looks at copies that point into the tree.
 if command -v systemd-analyze >/dev/null; then

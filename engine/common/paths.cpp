@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine/common/error.h"
+#include "engine/common/log.h"
 
 namespace fs = std::filesystem;
 
@@ -35,12 +36,38 @@ fs::path defaultFashionMnistDir()
     return "/usr/share/datasets/fashion-mnist";
 }
 
+namespace {
+
+// An existing directory holds a private key and a database: it must be this user's and
+// no one else's. One that others may read is made private, and the log says so.
+void tightenDirectory(const fs::path &dir)
+{
+    struct stat st = {};
+    if (::stat(dir.c_str(), &st) != 0)
+        throw Error("cannot read the permissions of " + dir.string() + ": " + std::strerror(errno));
+    if (st.st_uid != ::geteuid())
+        throw Error(dir.string() + " belongs to another user (uid " + std::to_string(st.st_uid) +
+                    "); Rookery keeps its key and database only in a directory of your own: choose another "
+                    "--data-dir");
+    if ((st.st_mode & 077) == 0)
+        return;
+    if (::chmod(dir.c_str(), 0700) != 0)
+        throw Error(dir.string() + " is open to other users and cannot be made private: " + std::strerror(errno));
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    log::warning("store", dir.string() + " was open to other users (mode " + mode +
+                              "); it holds this node's key, so it is now 0700");
+}
+
+} // namespace
+
 void ensurePrivateDirectory(const fs::path &dir)
 {
     std::error_code ec;
     if (fs::exists(dir, ec)) {
         if (!fs::is_directory(dir, ec))
             throw Error(dir.string() + " exists but is not a directory; choose another --data-dir");
+        tightenDirectory(dir);
         return;
     }
     fs::create_directories(dir, ec);

@@ -15,8 +15,10 @@ std::filesystem::path defaultDataDir();
 /// Where Debian's dataset-fashion-mnist package puts the data set.
 std::filesystem::path defaultFashionMnistDir();
 
-/// Creates the directory (and parents) with mode 0700 if it is missing; throws
-/// rookery::Error naming the path if that fails or if it is not a directory.
+/// Creates the directory (and parents) with mode 0700 if it is missing. An existing one
+/// must belong to this user; if others may read it, it is made 0700 (with a warning in
+/// the log). Throws rookery::Error naming the path if that fails, if it is not a
+/// directory, or if it belongs to another user.
 void ensurePrivateDirectory(const std::filesystem::path &dir);
 
 /// Writes `text` to `path` with mode 0600, through a temporary file (created 0600,
