@@ -53,16 +53,17 @@ struct NodeEngineSettings
     std::chrono::seconds contributionFlushInterval{10};
 };
 
-/// The training engine in the desktop app's process: consent, local training
-/// (WholeModelRun), this machine as a swarm node (SwarmNode), the local demo swarm
-/// (SwarmLauncher plus this node), the resource governor, the capability profile, the
-/// checkpoints and the volunteer's contribution, all behind EngineApi.
+/// The node host, one for the desktop app and rookery-node alike: consent, training the
+/// whole model here (WholeModelRun), this machine as a swarm node (SwarmNode), the local
+/// demo swarm (SwarmLauncher plus this node), the resource governor, the capability
+/// profile, the checkpoints and the volunteer's contribution, all behind EngineApi.
 ///
 /// Commands are queued to the engine's own thread and return at once; training runs on
-/// the job's threads at nice 19. The engine thread publishes a snapshot every
-/// publishInterval and calls the notifier then when events are waiting or a command
-/// changed something. Nothing computes before setConsent(true): the capability profile
-/// is measured (or read from its cache) only then.
+/// the job's threads (at nice 19 unless lowerJobPriority is off). The engine thread
+/// publishes a snapshot every publishInterval and calls the notifier then when events
+/// are waiting or a command changed something. Nothing computes before
+/// setConsent(true): the capability profile is measured (or read from its cache) only
+/// then, when measureAtConsent.
 ///
 /// Thread safety: every method may be called from any thread (EngineApi). Result
 /// callbacks and the notifier are called on the engine's thread. Destroying the engine
