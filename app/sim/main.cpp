@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// rookery-sim: the swarm at scale, simulated with the real planner (engine/sim).
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "engine/common/command_line.h"
+#include "engine/common/error.h"
+#include "engine/model/model_zoo.h"
+#include "engine/sim/report.h"
+#include "engine/sim/simulator.h"
+
+using namespace rookery;
+
+namespace {
+
+void writeFile(const std::string &path, const std::string &text)
+{
+    std::ofstream out(path);
+    out << text;
+    if (!out)
+        throw Error("cannot write " + path);
+}
+
+// A bar on stderr, redrawn in place; only when stderr is a terminal or asked for.
+void drawProgress(double fraction, double hours)
+{
+    constexpr int kWidth = 40;
+    const int filled = int(fraction * kWidth);
+    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %.1f of %.1f simulated hours", filled,
+                 "########################################", kWidth - filled, "", fraction * 100, fraction * hours,
+                 hours);
+    std::fflush(stderr);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    CLI::App app{"Simulates a volunteer swarm with the real planner: compute, links, churn and time; "
+                 "it trains nothing.",
+                 "rookery-sim"};
+    cli::configure(app);
+    sim::SimConfig config;
+    sim::GeneratorOptions gen;
+    std::string populationFile, jsonFile, svgPrefix, savePopulation;
+    bool quiet = false;
+    double bucketMinutes = 10, upMbit = 20, downMbit = 100;
+    app.add_option("--population", populationFile, "read the volunteers from this JSON file")->type_name("FILE");
+    cli::addWholeNumber(app, "--volunteers", gen.volunteers, 1, 1'000'000, "N",
+                        "generate N volunteers (when no --population)");
+    cli::addNumber(app, "--hours", config.hours, 0.001, 24 * 365, "H", "simulated hours");
+    cli::addWholeNumber(app, "--seed", config.seed, 0, INT64_MAX, "N", "seed of the generator and the planner");
+    cli::addChoice(app, "--model", config.model, model::modelNames(), "model to plan for");
+    cli::addWholeNumber(app, "--cluster-size", config.clusterSize, 0, 64, "N",
+                        "volunteers per cluster (0: the planner's search decides)");
+    cli::addWholeNumber(app, "--averaging-interval", config.averagingInterval, 1, 1'000'000, "STEPS",
+                        "optimizer steps between ring averages");
+    cli::addWholeNumber(app, "--microbatch", config.microbatch, 1, 65536, "N", "samples per microbatch");
+    cli::addWholeNumber(app, "--coordinators", config.coordinators, 1, 10'000, "N",
+                        "split the volunteers into N independent swarms, one coordinator each");
+    cli::addNumber(app, "--bucket-minutes", bucketMinutes, 0.01, 24 * 60, "MIN", "time-series resolution in minutes");
+    cli::addNumber(app, "--gflops-median", gen.gflopsMedian, 0.1, 1e6, "G", "generator: median GFLOP/s");
+    cli::addNumber(app, "--up-mbit", upMbit, 0.1, 1e5, "MBIT", "generator: median upload");
+    cli::addNumber(app, "--down-mbit", downMbit, 0.1, 1e5, "MBIT", "generator: median download");
+    cli::addNumber(app, "--relayed-share", gen.relayedShare, 0, 1, "P", "generator: share of volunteers behind NAT");
+    cli::addNumber(app, "--session-hours", gen.sessionMeanHours, 0.01, 1e4, "H", "generator: mean session length");
+    cli::addNumber(app, "--off-hours", gen.offMeanHours, 0.01, 1e4, "H", "generator: mean time away between sessions");
+    cli::addNumber(app, "--pauses-per-hour", gen.pausesPerHour, 0, 1000, "N", "generator: user-activity pauses");
+    cli::addNumber(app, "--departures-per-day", gen.departuresPerDay, 0, 1, "P",
+                   "generator: share of volunteers leaving for good per day");
+    app.add_option("--json", jsonFile, "write the summary here")->type_name("FILE");
+    app.add_option("--svg", svgPrefix, "write PREFIX-throughput.svg, -utilisation.svg, -clusters.svg")
+        ->type_name("PREFIX");
+    app.add_option("--save-population", savePopulation, "write the generated population as JSON")->type_name("FILE");
+    app.add_flag("--quiet", quiet, "no progress bar");
+    app.footer("Example: rookery-sim --volunteers 10000 --hours 24 --cluster-size 4 --coordinators 20 "
+               "--json sim.json --svg sim");
+    try {
+        if (cli::parse(app, argc, argv) != cli::Outcome::Run)
+            return 0;
+        // The options above take Mbit/s and minutes; the engine takes bytes and seconds.
+        gen.upMedianBytesPerSecond = upMbit * 1e6 / 8;
+        gen.downMedianBytesPerSecond = downMbit * 1e6 / 8;
+        config.bucketSeconds = bucketMinutes * 60;
+        gen.hours = config.hours;
+        gen.seed = config.seed;
+        sim::Population population =
+            populationFile.empty() ? sim::generatePopulation(gen) : sim::loadPopulation(populationFile);
+        if (!savePopulation.empty())
+            writeFile(savePopulation, sim::toJson(population));
+        const size_t volunteers = population.volunteers.size();
+        const auto started = std::chrono::steady_clock::now();
+        sim::Simulator simulator(std::move(population), config);
+        const sim::SimResult result =
+            simulator.run(quiet ? std::function<void(double)>{} : [&](double f) { drawProgress(f, config.hours); });
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (!quiet)
+            std::fprintf(stderr, "\n");
+        const std::string summary = sim::summaryJson(result, simulator.config(), volunteers, wall);
+        if (!jsonFile.empty())
+            writeFile(jsonFile, summary);
+        if (!svgPrefix.empty()) {
+            writeFile(svgPrefix + "-throughput.svg", sim::throughputSvg(result));
+            writeFile(svgPrefix + "-utilisation.svg", sim::utilisationSvg(result));
+            writeFile(svgPrefix + "-clusters.svg", sim::clusterBalanceSvg(result));
+        }
+        std::printf("volunteers %zu, %.1f simulated hours in %.1f s wall\n", volunteers, config.hours, wall);
+        std::printf("samples %.4g (%.1f/s mean), re-plans %lld, layers moved %lld, samples lost in flight %.4g\n",
+                    result.samples, result.samples / result.simulatedSeconds, (long long)result.replans,
+                    (long long)result.layersMoved, result.samplesLostInFlight);
+        std::printf("coordinator %.1f messages/s, planner %.2f s wall (worst round %.3f s)\n",
+                    result.coordinatorMessages / result.simulatedSeconds, result.plannerWallSeconds,
+                    result.plannerWorstRoundSeconds);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "rookery-sim: %s\n", e.what());
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/sim/timing.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine/common/error.h"
+
+namespace rookery::sim {
+
+double pipelineMicrobatchesPerSecond(const std::vector<double> &stageSeconds, double linkRttSeconds, int window)
+{
+    if (stageSeconds.empty())
+        return 0;
+    const double slowest = *std::max_element(stageSeconds.begin(), stageSeconds.end());
+    const double roundTrip = std::accumulate(stageSeconds.begin(), stageSeconds.end(), 0.0) + linkRttSeconds;
+    if (!(slowest > 0) || !(roundTrip > 0))
+        return 0;
+    return std::min(1 / slowest, double(std::max(1, window)) / roundTrip);
+}
+
+double ringBytesPerMember(int members, double bytes) { return members < 2 ? 0 : 2.0 * (members - 1) / members * bytes; }
+
+double ringAllReduceSeconds(int members, double bytes, double bytesPerSecond, double rttSeconds)
+{
+    if (members < 2)
+        return 0;
+    if (!(bytesPerSecond > 0))
+        throw Error("sim: a ring needs a positive bandwidth");
+    const double steps = 2.0 * (members - 1);
+    return steps * (bytes / members / bytesPerSecond + rttSeconds / 2);
+}
+
+double linkBytesPerSecond(const Volunteer &from, const Volunteer &to, const Network &network)
+{
+    double b = std::min(from.upBytesPerSecond, to.downBytesPerSecond);
+    if (from.relayed || to.relayed)
+        b = std::min(b, network.relayBytesPerSecond);
+    return b;
+}
+
+double linkRttSeconds(const Volunteer &from, const Volunteer &to, const Network &network)
+{
+    double rtt = network.rttSeconds.at(size_t(from.region)).at(size_t(to.region));
+    if (from.relayed || to.relayed)
+        rtt += network.relayExtraRttSeconds;
+    return rtt;
+}
+
+PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const model::PartitionOptions &options,
+                            const model::Partition &partition, const std::vector<const Volunteer *> &stages,
+                            const Network &network)
+{
+    const size_t n = partition.stages.size();
+    if (n != stages.size() || n == 0)
+        throw Error("sim: a pipeline needs one volunteer per stage");
+    PipelineTiming t;
+    t.window = options.inFlight > 0 ? options.inFlight : int(n) + 1;
+    double rtt = 0;
+    for (size_t s = 0; s < n; ++s) {
+        const auto &p = partition.stages[s];
+        bool parametersBefore = false;
+        for (size_t j = 0; j < p.firstLayer; ++j)
+            parametersBefore = parametersBefore || costs[j].parameters > 0;
+        double seconds = p.computeSeconds;
+        if (s + 1 < n) {
+            const double out = double(costs[p.lastLayer - 1].activationBytes + options.labelBytes);
+            seconds += out / linkBytesPerSecond(*stages[s], *stages[s + 1], network);
+            rtt += linkRttSeconds(*stages[s], *stages[s + 1], network);
+            t.bytesPerMicrobatch += out;
+        }
+        if (s > 0 && parametersBefore) {
+            const double in = double(costs[p.firstLayer - 1].activationBytes);
+            seconds += in / linkBytesPerSecond(*stages[s], *stages[s - 1], network);
+            t.bytesPerMicrobatch += in;
+        }
+        t.computeSeconds.push_back(p.computeSeconds);
+        t.stageSeconds.push_back(seconds);
+    }
+    t.latencySeconds = std::accumulate(t.stageSeconds.begin(), t.stageSeconds.end(), 0.0) + rtt;
+    t.microbatchesPerSecond = pipelineMicrobatchesPerSecond(t.stageSeconds, rtt, t.window);
+    return t;
+}
+
+} // namespace rookery::sim

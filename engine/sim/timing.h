@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <vector>
+
+#include "engine/model/model_spec.h"
+#include "engine/model/partitioner.h"
+#include "engine/sim/population.h"
+
+namespace rookery::sim {
+
+/// What one pipeline does per microbatch, stage by stage.
+struct PipelineTiming
+{
+    std::vector<double> computeSeconds; ///< forward + backward, from the partitioner's cost model
+    std::vector<double> stageSeconds;   ///< compute + the stage's own uploads
+    double latencySeconds = 0;          ///< one microbatch's round trip: all stages + all link RTTs
+    int window = 1;                     ///< microbatches in flight at the root
+    double microbatchesPerSecond = 0;
+    double bytesPerMicrobatch = 0; ///< activations forward and gradients backward, all boundaries
+};
+
+/// The pipeline rule: with `window` microbatches in flight, a pipeline runs at the
+/// slower of its slowest stage and its window over its round trip:
+/// min(1 / max(stageSeconds), window / (sum(stageSeconds) + linkRttSeconds)).
+///
+/// Thread safety: this and the functions below are pure.
+double pipelineMicrobatchesPerSecond(const std::vector<double> &stageSeconds, double linkRttSeconds, int window);
+
+/// The bandwidth-optimal ring all-reduce: reduce-scatter then all-gather, 2(n-1) steps,
+/// in each of which every member sends bytes/n to its neighbour; so each member sends
+/// 2(n-1)/n of the data. Every step waits for the slowest link (`bytesPerSecond`) and
+/// one one-way latency (rtt / 2). 0 for a ring of one.
+double ringAllReduceSeconds(int members, double bytes, double bytesPerSecond, double rttSeconds);
+
+/// Bytes each member of a ring sends in one averaging round.
+double ringBytesPerMember(int members, double bytes);
+
+/// A link from one volunteer to another: the sender's upload or the receiver's
+/// download, whichever is slower, capped by the relay when either side is relayed.
+double linkBytesPerSecond(const Volunteer &from, const Volunteer &to, const Network &network);
+double linkRttSeconds(const Volunteer &from, const Volunteer &to, const Network &network);
+
+/// Times a cluster's pipeline: compute from the partitioner's stage plans (the cost
+/// model on the node's GFLOP/s), transfers of the activations forward and gradients
+/// backward over each link (the partitioner's byte rule), and the window of in-flight
+/// microbatches (the partitioner's: stages + 1).
+PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const model::PartitionOptions &options,
+                            const model::Partition &partition, const std::vector<const Volunteer *> &stages,
+                            const Network &network);
+
+} // namespace rookery::sim

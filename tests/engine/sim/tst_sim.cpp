@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <QtTest>
+
+#include "engine/coord/plan_state.h"
+#include "engine/model/model_zoo.h"
+#include "engine/sim/event_queue.h"
+#include "engine/sim/population.h"
+#include "engine/sim/simulator.h"
+#include "engine/sim/timing.h"
+#include "engine/swarm/replan.h"
+#include "engine/swarm/swarm_planner.h"
+
+using namespace rookery;
+using namespace rookery::sim;
+
+class TestSim : public QObject
+{
+    Q_OBJECT
+
+    // Always-online volunteers with speeds 30, 40, 50, ...; one network region.
+    static Population steady(int n)
+    {
+        Population p;
+        for (int i = 0; i < n; ++i) {
+            Volunteer v;
+            v.gflops = 30 + 10 * i;
+            v.memoryBytes = int64_t(2) << 30;
+            v.upBytesPerSecond = 5e6 + 1e6 * i;
+            v.downBytesPerSecond = 50e6;
+            v.sessions = {{0, 1e9}};
+            p.volunteers.push_back(v);
+        }
+        return p;
+    }
+
+    static SimConfig config(double hours, int clusterSize)
+    {
+        SimConfig c;
+        c.hours = hours;
+        c.clusterSize = clusterSize;
+        c.seed = 7;
+        c.bucketSeconds = 60;
+        return c;
+    }
+
+    // The planner's volunteers as the simulator registers them: ids "v<i>", capacity
+    // from the profile (compute, memory) and the upload.
+    static std::vector<swarm::PlanVolunteer> planVolunteers(const Population &p)
+    {
+        std::vector<swarm::PlanVolunteer> v;
+        for (size_t i = 0; i < p.volunteers.size(); ++i) {
+            const auto &x = p.volunteers[i];
+            v.push_back({Simulator::nodeId(i), {x.gflops, x.memoryBytes, x.upBytesPerSecond}});
+        }
+        return v;
+    }
+
+private Q_SLOTS:
+    void eventsComeInTimeOrderAndTiesInInsertionOrder()
+    {
+        EventQueue q;
+        q.push(2, 0, 1);
+        q.push(1, 0, 2);
+        q.push(2, 0, 3);
+        QCOMPARE(q.pop().subject, 2);
+        QCOMPARE(q.pop().subject, 1);
+        QCOMPARE(q.pop().subject, 3);
+        QCOMPARE(q.now(), 2.0);
+    }
+
+    void twoStagesWithKnownTimesGiveTheExactThroughput()
+    {
+        // Stages of 10 ms and 20 ms, links of 5 ms RTT: the slowest stage binds with a
+        // window of 3 (round trip 35 ms, 3 / 35 ms > 1 / 20 ms) ...
+        QCOMPARE(pipelineMicrobatchesPerSecond({0.010, 0.020}, 0.005, 3), 50.0);
+        // ... and the window with one microbatch in flight: 1 / 35 ms.
+        QCOMPARE(pipelineMicrobatchesPerSecond({0.010, 0.020}, 0.005, 1), 1 / 0.035);
+    }
+
+    void pipelineTimesComeFromTheCostModelAndTheLinks()
+    {
+        const auto spec = model::mlpSpec();
+        const auto costs = model::layerCosts(spec, 64);
+        const auto options = model::partitionOptionsFor(spec, 64);
+        Volunteer a, b;
+        a.gflops = b.gflops = 50;
+        a.upBytesPerSecond = b.upBytesPerSecond = 1e6;
+        a.downBytesPerSecond = b.downBytesPerSecond = 1e9;
+        Network net;
+        const std::vector<model::StageDevice> devices{{"a", 50, uint64_t(1) << 30, 1e6},
+                                                      {"b", 50, uint64_t(1) << 30, 1e6}};
+        const auto partition = model::evaluateCut(costs, devices, options, {2});
+        const auto t = timePipeline(costs, options, partition, {&a, &b}, net);
+        // With links as slow as each uploader, the stage times are the partitioner's.
+        QCOMPARE(t.stageSeconds[0], partition.stages[0].seconds);
+        QCOMPARE(t.stageSeconds[1], partition.stages[1].seconds);
+        QCOMPARE(t.window, 3);
+        QCOMPARE(t.microbatchesPerSecond,
+                 pipelineMicrobatchesPerSecond(t.stageSeconds, net.rttSeconds[0][0], t.window));
+    }
+
+    void aRingOfKnownBandwidthGivesTheExactAveragingTime()
+    {
+        // Four members, 8 MB each, 1 MB/s: 2 x 3 steps of 2 MB = 12 s, plus 6 half RTTs.
+        QCOMPARE(ringAllReduceSeconds(4, 8e6, 1e6, 0), 12.0);
+        QCOMPARE(ringAllReduceSeconds(4, 8e6, 1e6, 0.1), 12.3);
+        QCOMPARE(ringBytesPerMember(4, 8e6), 12e6);
+        QCOMPARE(ringAllReduceSeconds(1, 8e6, 1e6, 0.1), 0.0);
+    }
+
+    void theSimulatorMakesThePlannersPlan()
+    {
+        const Population p = steady(8);
+        Simulator sim(p, config(0.01, 2));
+        sim.run();
+        swarm::FormationOptions o;
+        o.seed = 7;
+        o.clusterSize = 2;
+        const swarm::PlanModel m{model::mlpSpec(), 64, 1};
+        const auto direct = swarm::planSwarm(m, planVolunteers(p), o);
+        const auto &simulated = sim.planState(0).plan();
+        QCOMPARE(simulated.clustering.clusterOf, direct.clustering.clusterOf);
+        QCOMPARE(simulated.pipelines.size(), direct.pipelines.size());
+        for (size_t c = 0; c < direct.pipelines.size(); ++c) {
+            QCOMPARE(simulated.pipelines[c].stages, direct.pipelines[c].stages);
+            QCOMPARE(simulated.pipelines[c].partition.cuts(), direct.pipelines[c].partition.cuts());
+        }
+    }
+
+    void aNodeLeavingIsReplannedAfterTheGrace()
+    {
+        Population p = steady(8);
+        p.volunteers[5].sessions = {{0, 100}}; // silent from 100 s on
+        SimConfig c = config(0.1, 2);
+        Simulator sim(p, c);
+        const SimResult r = sim.run();
+        // The first plan at 3 s; the leave when timeout (5 s) and grace (15 s) have passed.
+        QCOMPARE(r.replanTimes.size(), size_t(2));
+        QCOMPARE(r.replanTimes[0], 3.0);
+        QCOMPARE(r.replanTimes[1], 120.0);
+        QCOMPARE(r.leaves, int64_t(1));
+
+        // The planner, called directly: the same first plan, then planLeave for node 5.
+        swarm::FormationOptions o;
+        o.seed = 7;
+        o.clusterSize = 2;
+        const swarm::PlanModel m{model::mlpSpec(), 64, 1};
+        const auto volunteers = planVolunteers(p);
+        const auto first = swarm::planSwarm(m, volunteers, o);
+        std::vector<swarm::Capacity> caps;
+        for (const auto &v : volunteers)
+            caps.push_back(v.capacity);
+        const auto leave = swarm::planLeave(caps, first.clustering.clusterOf, 5, swarm::demandOf(m));
+        auto expected = leave.clustering.clusterOf;
+        expected.erase(expected.begin() + 5); // the coordinator forgets the node
+        const auto &state = sim.planState(0);
+        QCOMPARE(state.size(), size_t(7));
+        QVERIFY(!state.contains(Simulator::nodeId(5)));
+        QCOMPARE(state.plan().clustering.clusterOf, expected);
+        // And the same as the coordinator's plan state given the same changes.
+        coord::PlanState real(m, o);
+        std::vector<std::pair<std::string, swarm::Capacity>> joins;
+        for (const auto &v : volunteers)
+            joins.push_back({v.id, v.capacity});
+        real.apply({}, joins);
+        real.planAll();
+        real.apply({Simulator::nodeId(5)}, {});
+        QCOMPARE(state.placements(), real.placements());
+    }
+
+    void churnIsCountedAndTheRunIsDeterministic()
+    {
+        GeneratorOptions g;
+        g.volunteers = 60;
+        g.hours = 2;
+        g.sessionMeanHours = 0.5;
+        g.offMeanHours = 0.3;
+        const Population p = generatePopulation(g);
+        QCOMPARE(toJson(populationFromJson(toJson(p))), toJson(p));
+        const SimResult a = Simulator(p, config(2, 3)).run();
+        const SimResult b = Simulator(p, config(2, 3)).run();
+        QVERIFY(a.samples > 0);
+        QVERIFY(a.leaves > 0);
+        QVERIFY(a.replans > 1);
+        QCOMPARE(a.samples, b.samples);
+        QCOMPARE(a.layersMoved, b.layersMoved);
+        QCOMPARE(a.series.size(), size_t(120));
+        for (double u : a.utilisation)
+            QVERIFY(u >= 0 && u <= 1.0 + 1e-9);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestSim)
+#include "tst_sim.moc"
