@@ -244,7 +244,15 @@ int main(int argc, char **argv)
     lc.credentials = serverCreds;
     lc.link.nodeId = serverId.nodeId();
     Listener listener(serverNet, lc, se);
+    // The server's `opened` may run before the client has read the HelloAck: wait for
+    // both ends, so that the client's PeerInfo (its cipher) is recorded before we read it.
+    bool clientOpen = false;
     LinkEvents ce;
+    ce.opened = [&](const std::shared_ptr<Link> &) {
+        std::lock_guard lock(openMutex);
+        clientOpen = true;
+        openCv.notify_all();
+    };
     ce.message = [&](const std::shared_ptr<Link> &l, Message &&m) {
         if (auto *a = std::get_if<Activations>(&m))
             return p.toClient.onTensor(a->activations.bytes);
@@ -267,7 +275,8 @@ int main(int argc, char **argv)
     p.client = dial(clientNet, dc, ce);
     {
         std::unique_lock lock(openMutex);
-        openCv.wait(lock, [&] { return p.server != nullptr; });
+        if (!openCv.wait_for(lock, std::chrono::seconds(30), [&] { return p.server != nullptr && clientOpen; }))
+            throw Error("the link did not open within 30 s");
     }
     const std::string cipher = p.client->peer().cipher;
     std::printf("cipher %s; CRC-32C %s; %lld MiB per measurement, best of %d\n", cipher.c_str(),

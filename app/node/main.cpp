@@ -99,9 +99,13 @@ participant::SwarmNode::Callbacks swarmConsole(bool quiet)
     cb.message = [](const std::string &m) { std::printf("%s\n", m.c_str()); };
     cb.progress = [](const participant::StageProgress &p) {
         std::string acc = p.testAccuracy >= 0 ? "  test acc " + format::percent(p.testAccuracy) : "";
-        std::printf("step %lld/%lld  %s samples/s%s%s  rings %lld ok, %lld skipped  sent %llu bytes\n",
+        // Roots: microbatches in flight and how stale their gradients are on average.
+        char window[64] = "";
+        if (p.window > 0)
+            std::snprintf(window, sizeof window, "  window %d, staleness %.1f", p.window, p.staleness);
+        std::printf("step %lld/%lld  %s samples/s%s%s%s  rings %lld ok, %lld skipped  sent %llu bytes\n",
                     (long long)p.step, (long long)p.totalSteps, format::count(int64_t(p.samplesPerSecond)).c_str(),
-                    p.loss > 0 ? ("  loss " + std::to_string(p.loss).substr(0, 6)).c_str() : "", acc.c_str(),
+                    window, p.loss > 0 ? ("  loss " + std::to_string(p.loss).substr(0, 6)).c_str() : "", acc.c_str(),
                     (long long)p.ringRounds, (long long)p.ringSkipped, (unsigned long long)p.bytesSent);
     };
     return cb;

@@ -152,6 +152,7 @@ void AssignedStage::Impl::buildRuntime()
     sc.microbatchSize = config.run.microbatch;
     sc.accumulation = int(config.run.accumulation);
     sc.mode = train::PipelineMode::Asynchronous;
+    sc.maxWindow = config.maxWindow;
     sc.seed = config.run.seed;
     sc.threads = config.threads;
     sc.shard = as.shard;
@@ -245,6 +246,8 @@ void AssignedStage::Impl::noteProgress(int64_t version, bool force)
         progress.bytesSent = mesh.totals().bytesSent;
         if (const double loss = runtime->lastLoss(); loss > 0)
             progress.loss = loss;
+        progress.staleness = runtime->meanStaleness();
+        progress.window = runtime->window();
         copy = progress;
     }
     if (callbacks.progress)
@@ -312,6 +315,7 @@ void AssignedStage::Impl::stageMain()
     {
         std::lock_guard lock(mutex);
         progress.staleness = result.metrics.meanStaleness();
+        progress.window = result.metrics.window;
         const double wall = result.metrics.busySeconds + result.metrics.waitSeconds;
         progress.busyFraction = wall > 0 ? result.metrics.busySeconds / wall : 0;
         if (result.metrics.lastLoss > 0)

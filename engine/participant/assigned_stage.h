@@ -40,6 +40,11 @@ struct AssignedStageConfig
     int64_t checkpointEvery = 50; ///< optimizer steps
     int64_t evaluateEvery = 100;  ///< optimizer steps; the root evaluates its pipeline's model
     std::chrono::milliseconds ringTimeout{20'000};
+    /// The root's cap on microbatches in flight: its window grows to cover the measured
+    /// round trip up to this; at least stages + 1. Staleness grows with it, and accuracy
+    /// suffers beyond about 5 (bench_wan: the MLP at 81-83% after 1,500 steps with 4-5 in
+    /// flight, 70% with 8).
+    int maxWindow = 5;
 };
 
 /// Figures an assigned stage publishes as it trains.
@@ -52,7 +57,8 @@ struct StageProgress
     double testAccuracy = -1;
     int64_t samplesTotal = 0;
     double busyFraction = 0;
-    double staleness = 0;
+    double staleness = 0;    ///< mean over this run's backwards so far
+    int window = 0;          ///< root: microbatches in flight allowed now; 0 elsewhere
     int64_t ringRounds = 0;  ///< averaging rounds completed
     int64_t ringSkipped = 0; ///< rounds abandoned (a member away or silent)
     uint64_t bytesSent = 0;  ///< on every peer link of this node so far (TLS records included)

@@ -45,6 +45,10 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
         closedTotals.messagesReceived += s.messagesReceived;
     }
 
+    // The events every link gets: linkEvents(), behind the WAN emulation when a test
+    // switched it on.
+    net::LinkEvents wireEvents() { return net::emulateWan(context, config.wan, linkEvents()); }
+
     net::LinkEvents linkEvents()
     {
         std::weak_ptr<State> weak = weak_from_this();
@@ -148,7 +152,9 @@ PeerMesh::PeerMesh(net::NetContext &context, Config config, Events events)
     lc.credentials = m->config.credentials;
     lc.clients.kind = net::PeerCheck::Kind::SwarmCa;
     lc.link = m->config.link;
-    m->listener = std::make_unique<net::Listener>(context, lc, m->linkEvents());
+    if (m->config.wan.enabled())
+        log::warning("mesh", "WAN emulation (a testing option) on every peer link: " + m->config.wan.describe());
+    m->listener = std::make_unique<net::Listener>(context, lc, m->wireEvents());
 }
 
 PeerMesh::~PeerMesh()
@@ -216,7 +222,7 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &peers)
         dc.link = m->config.link;
         dc.initialBackoff = std::chrono::milliseconds(100);
         dc.maxBackoff = std::chrono::milliseconds(2000);
-        auto link = net::dial(m->context, dc, m->linkEvents());
+        auto link = net::dial(m->context, dc, m->wireEvents());
         std::lock_guard lock(m->mutex);
         m->dialled[peer.nodeId] = link;
     }

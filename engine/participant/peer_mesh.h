@@ -10,6 +10,7 @@
 #include "engine/net/link.h"
 #include "engine/net/net_context.h"
 #include "engine/net/tls_credentials.h"
+#include "engine/net/wan_emulation.h"
 
 namespace rookery::participant {
 
@@ -40,6 +41,9 @@ public:
         uint16_t port = 0; ///< 0: ephemeral
         net::TlsCredentials credentials;
         net::LinkConfig link;
+        /// Testing only (ROOKERY_WAN_EMULATION): every link's incoming messages are
+        /// held back as over an internet path. Off by default.
+        net::WanEmulationConfig wan;
     };
     struct Events
     {

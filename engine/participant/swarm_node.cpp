@@ -209,6 +209,7 @@ void NodeRun::openMesh(const coord::Registration &registration)
     mc.bindAddress = s.bindAddress;
     mc.port = m_prepared.port;
     mc.credentials = {registration.certificatePem, m_prepared.identity.privateKeyPem(), registration.caCertificatePem};
+    mc.wan = net::wanEmulationFromEnvironment(); // a testing option; off unless set
     // The governor's caps apply to every link (it outlives them).
     mc.link.upload = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.uploadLimiter());
     mc.link.download = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.downloadLimiter());

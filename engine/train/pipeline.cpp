@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/train/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -80,7 +81,7 @@ Pipeline::Pipeline(PipelineConfig config, std::shared_ptr<const data::ImageDatas
     base.threads = c.threads;
     base.hook = c.hook;
     // Queues as deep as the window: no queue can hold more, so no send ever blocks.
-    d->transport = std::make_unique<InProcessTransport>(count, size_t(base.window()));
+    d->transport = std::make_unique<InProcessTransport>(count, size_t(std::max(base.window(), base.maxWindow)));
     for (int s = 0; s < count; ++s) {
         StageConfig sc = base;
         sc.stage = s;

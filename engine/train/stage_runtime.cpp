@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/train/stage_runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <vector>
 
 #include "engine/common/error.h"
 #include "engine/data/epoch_sampler.h"
 #include "engine/train/batch_source.h"
+#include "engine/train/pipeline_window.h"
 #include "engine/train/stage_compute.h"
 #include "engine/train/stage_transport.h"
 #include "engine/train/torch_convert.h"
@@ -31,7 +37,7 @@ void checkConfig(const StageConfig &c)
     if ((c.stage == 0) != (c.firstLayer == 0) || (c.stage == c.stages - 1) != (c.lastLayer == c.model.layers.size()))
         throw Error("pipeline stage " + std::to_string(c.stage) + " must " +
                     (c.stage == 0 ? "start at the first layer" : "end at the last layer"));
-    if (c.microbatchSize < 1 || c.accumulation < 1 || c.maxInFlight < 0)
+    if (c.microbatchSize < 1 || c.accumulation < 1 || c.maxInFlight < 0 || c.maxWindow < 0)
         throw Error("microbatch size and accumulation must be at least 1");
 }
 
@@ -53,6 +59,7 @@ std::vector<std::pair<std::string, double>> StageMetrics::namedValues() const
             {"wait_s", waitSeconds},
             {"staleness_mean", meanStaleness()},
             {"staleness_max", double(stalenessMax)},
+            {"window", double(window)},
             {"loss_mean", meanLoss()},
             {"seconds_per_microbatch", secondsPerMicrobatch()}};
 }
@@ -138,8 +145,46 @@ struct StageRuntime::Impl
         ++metrics.backwards;
         metrics.stalenessSum += staleness;
         metrics.stalenessMax = std::max(metrics.stalenessMax, staleness);
+        liveStaleness.store(metrics.meanStaleness(), std::memory_order_relaxed);
         if (stepped)
             ++metrics.updates;
+    }
+
+    // Root: the window for the next forward. A microbatch's trip from its forward's send
+    // to its backward's arrival is the round trip plus every later stage's time; its
+    // least value in this run is that without queueing (more in flight than needed only
+    // queues, which would otherwise feed back into a larger window). The bottleneck is
+    // the slower of the root's own time and the median gap between arriving backwards:
+    // whatever is slowest downstream (a stage, a link's bandwidth) spaces them, also
+    // while the window is too small (its microbatches then arrive in bursts, spaced by
+    // the bottleneck, with one long gap per burst, which the median ignores).
+    int sizeWindow(int fixed) const
+    {
+        if (config.maxWindow <= fixed || config.mode != PipelineMode::Asynchronous ||
+            minTripSeconds == std::numeric_limits<double>::infinity())
+            return fixed;
+        const double own = metrics.secondsPerMicrobatch();
+        double bottleneck = own;
+        if (arrivalGaps.size() >= 5) {
+            std::vector<double> g(arrivalGaps.begin(), arrivalGaps.end());
+            std::nth_element(g.begin(), g.begin() + std::ptrdiff_t(g.size() / 2), g.end());
+            bottleneck = std::max(own, g[g.size() / 2]);
+        }
+        return std::max(fixed, pipelineWindow({minTripSeconds, own, bottleneck, config.stages, config.maxWindow}));
+    }
+
+    void noteTrip()
+    {
+        const auto now = Clock::now();
+        if (lastArrival)
+            arrivalGaps.push_back(std::chrono::duration<double>(now - *lastArrival).count());
+        if (arrivalGaps.size() > 31)
+            arrivalGaps.pop_front();
+        lastArrival = now;
+        if (sentAt.empty())
+            return;
+        minTripSeconds = std::min(minTripSeconds, std::chrono::duration<double>(now - sentAt.front()).count());
+        sentAt.pop_front();
     }
 
     // Calls the update hook once per optimizer step, at the top of a loop, when the
@@ -168,6 +213,12 @@ struct StageRuntime::Impl
     std::unique_ptr<data::EpochSampler> sampler;
     StageMetrics metrics;
     std::atomic<double> lastLoss{0}; // the leaf's newest loss, for progress reports during a run
+    std::atomic<double> liveStaleness{0};
+    std::atomic<int> liveWindow{0};
+    std::deque<Clock::time_point> sentAt; // root: when each microbatch in flight left, oldest first
+    double minTripSeconds = std::numeric_limits<double>::infinity();
+    std::deque<double> arrivalGaps; // root: seconds between the last backwards' arrivals
+    std::optional<Clock::time_point> lastArrival;
     int64_t hookedVersion = 0;
 };
 
@@ -244,7 +295,14 @@ StopMessage StageRuntime::Impl::runSingle(int64_t microbatches)
 
 StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
 {
-    const int window = config.window();
+    const int fixed = config.window();
+    int window = fixed;
+    liveWindow.store(window, std::memory_order_relaxed);
+    metrics.window = window;
+    sentAt.clear();
+    arrivalGaps.clear();
+    lastArrival.reset();
+    minTripSeconds = std::numeric_limits<double>::infinity();
     int64_t next = 0, done = 0;
     while (done < microbatches) {
         afterUpdates();
@@ -258,6 +316,7 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
                 ++next;
                 if (!transport.sendForward(std::move(f)))
                     return stopAfterFailedSend();
+                sentAt.push_back(Clock::now());
                 continue;
             }
         } else {
@@ -268,10 +327,14 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
         const auto *b = std::get_if<BackwardMessage>(&*m);
         if (!b)
             throw Error("the root received a forward message");
+        noteTrip(); // backwards come back in the order of their forwards
         std::optional<BackwardMessage> none;
         if (!step(b->microbatch, true, [&] { handleBackward(*b, none); }))
             return abort(StopKind::Cancelled, "the work gate closed");
         ++done;
+        window = sizeWindow(fixed);
+        metrics.window = window;
+        liveWindow.store(window, std::memory_order_relaxed);
     }
     if (compute.flush())
         ++metrics.updates;
@@ -332,6 +395,7 @@ StageRunResult StageRuntime::run(int64_t microbatches)
 {
     d->metrics = StageMetrics{};
     d->metrics.stage = d->config.stage;
+    d->liveStaleness.store(0, std::memory_order_relaxed);
     d->compute.dropInFlight(); // what an aborted run left in flight will never come back
     d->hookedVersion = d->compute.version();
     StopMessage stop;
@@ -395,6 +459,10 @@ void StageRuntime::restore(const TrainingState &s)
 }
 
 double StageRuntime::lastLoss() const { return d->lastLoss.load(std::memory_order_relaxed); }
+
+int StageRuntime::window() const { return d->liveWindow.load(std::memory_order_relaxed); }
+
+double StageRuntime::meanStaleness() const { return d->liveStaleness.load(std::memory_order_relaxed); }
 
 int64_t StageRuntime::version() const { return d->compute.version(); }
 

@@ -50,7 +50,11 @@ struct StageConfig
     int64_t microbatchSize = 64;
     int accumulation = 1; ///< the optimizer steps after this many backwards
     PipelineMode mode = PipelineMode::Asynchronous;
-    int maxInFlight = 0;        ///< the root's window; 0 = stages + 1 (asynchronous) or 1
+    int maxInFlight = 0; ///< the root's window; 0 = stages + 1 (asynchronous) or 1
+    /// Asynchronous root over a network: when above window(), the window follows the
+    /// measured round trip and stage time (pipelineWindow()) between window() and this
+    /// cap on microbatches in flight, which bounds staleness. 0: the window stays fixed.
+    int maxWindow = 0;
     bool predictWeights = true; ///< asynchronous: forward on the weights the gradient will meet
     uint64_t seed = 1;          ///< weights and data order, as the unsplit Trainer's
     device::ThreadConfig threads{1, 1};
@@ -73,6 +77,7 @@ struct StageMetrics
     double waitSeconds = 0;   ///< blocked on the transport or the work gate
     int64_t stalenessSum = 0; ///< over backwards: optimizer steps since their forward
     int64_t stalenessMax = 0;
+    int window = 0;     ///< root: microbatches in flight allowed at the end of the run
     double lossSum = 0; ///< leaf: sum of microbatch losses
     double lastLoss = 0;
 
@@ -135,6 +140,12 @@ public:
     int64_t version() const; ///< optimizer steps so far
     /// The newest training loss this (leaf) stage computed; 0 before any. Any thread.
     double lastLoss() const;
+    /// The root's current window (microbatches in flight allowed); 0 on other stages.
+    /// Any thread, also during a run.
+    int window() const;
+    /// Optimizer steps between a microbatch's forward and its backward, averaged over
+    /// this run's backwards so far. Any thread, also during a run.
+    double meanStaleness() const;
     const StageConfig &config() const;
 
 private:
