@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace rookery::train {
 
@@ -18,6 +19,37 @@ int pipelineWindow(const WindowInputs &in)
     if (!std::isfinite(needed) || needed >= double(cap))
         return cap;
     return std::clamp(int(needed), floor, cap);
+}
+
+void WindowSizer::reset() { *this = WindowSizer(); }
+
+void WindowSizer::sent(Clock::time_point at) { m_sentAt.push_back(at); }
+
+void WindowSizer::arrived(Clock::time_point at)
+{
+    if (m_lastArrival)
+        m_gaps.push_back(std::chrono::duration<double>(at - *m_lastArrival).count());
+    if (m_gaps.size() > 31)
+        m_gaps.pop_front();
+    m_lastArrival = at;
+    if (m_sentAt.empty())
+        return;
+    const double trip = std::chrono::duration<double>(at - m_sentAt.front()).count();
+    m_minTripSeconds = m_minTripSeconds < 0 ? trip : std::min(m_minTripSeconds, trip);
+    m_sentAt.pop_front();
+}
+
+int WindowSizer::size(int fixed, double ownSeconds, int stages, int cap) const
+{
+    if (cap <= fixed || m_minTripSeconds < 0)
+        return fixed;
+    double bottleneck = ownSeconds;
+    if (m_gaps.size() >= 5) {
+        std::vector<double> g(m_gaps.begin(), m_gaps.end());
+        std::nth_element(g.begin(), g.begin() + std::ptrdiff_t(g.size() / 2), g.end());
+        bottleneck = std::max(ownSeconds, g[g.size() / 2]);
+    }
+    return std::max(fixed, pipelineWindow({m_minTripSeconds, ownSeconds, bottleneck, stages, cap}));
 }
 
 } // namespace rookery::train

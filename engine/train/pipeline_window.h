@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <chrono>
+#include <deque>
+#include <optional>
+
 namespace rookery::train {
 
 /// What the root knows when it sizes its window of microbatches in flight.
@@ -21,5 +25,37 @@ struct WindowInputs
 ///
 /// Thread safety: a pure function.
 int pipelineWindow(const WindowInputs &in);
+
+/// The root's measurements for pipelineWindow(), as its microbatches go and come back.
+/// A microbatch's trip from its forward's send to its backward's arrival is the round
+/// trip plus every later stage's time; its least value in a run is that without
+/// queueing (more in flight than needed only queues, which would otherwise feed back
+/// into a larger window). The bottleneck is the slower of the root's own time and the
+/// median gap between arriving backwards: whatever is slowest downstream (a stage, a
+/// link's bandwidth) spaces them, also while the window is too small (its microbatches
+/// then arrive in bursts, spaced by the bottleneck, with one long gap per burst, which
+/// the median ignores).
+///
+/// Thread safety: one thread (the root's stage thread).
+class WindowSizer
+{
+public:
+    using Clock = std::chrono::steady_clock;
+
+    /// A new run: nothing measured.
+    void reset();
+    /// A forward left (backwards come back in the order of their forwards).
+    void sent(Clock::time_point at);
+    /// The oldest microbatch's backward arrived.
+    void arrived(Clock::time_point at);
+    /// The window for the next forward: `fixed` (stages + 1) until a trip is measured.
+    int size(int fixed, double ownSeconds, int stages, int cap) const;
+
+private:
+    std::deque<Clock::time_point> m_sentAt; // in flight, oldest first
+    double m_minTripSeconds = -1;           // -1: none yet
+    std::deque<double> m_gaps;              // seconds between the last backwards' arrivals
+    std::optional<Clock::time_point> m_lastArrival;
+};
 
 } // namespace rookery::train

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <deque>
-#include <limits>
 #include <optional>
 #include <vector>
 
@@ -150,41 +148,12 @@ struct StageRuntime::Impl
             ++metrics.updates;
     }
 
-    // Root: the window for the next forward. A microbatch's trip from its forward's send
-    // to its backward's arrival is the round trip plus every later stage's time; its
-    // least value in this run is that without queueing (more in flight than needed only
-    // queues, which would otherwise feed back into a larger window). The bottleneck is
-    // the slower of the root's own time and the median gap between arriving backwards:
-    // whatever is slowest downstream (a stage, a link's bandwidth) spaces them, also
-    // while the window is too small (its microbatches then arrive in bursts, spaced by
-    // the bottleneck, with one long gap per burst, which the median ignores).
+    // Root: the window for the next forward (WindowSizer); the fixed one elsewhere.
     int sizeWindow(int fixed) const
     {
-        if (config.maxWindow <= fixed || config.mode != PipelineMode::Asynchronous ||
-            minTripSeconds == std::numeric_limits<double>::infinity())
+        if (config.mode != PipelineMode::Asynchronous)
             return fixed;
-        const double own = metrics.secondsPerMicrobatch();
-        double bottleneck = own;
-        if (arrivalGaps.size() >= 5) {
-            std::vector<double> g(arrivalGaps.begin(), arrivalGaps.end());
-            std::nth_element(g.begin(), g.begin() + std::ptrdiff_t(g.size() / 2), g.end());
-            bottleneck = std::max(own, g[g.size() / 2]);
-        }
-        return std::max(fixed, pipelineWindow({minTripSeconds, own, bottleneck, config.stages, config.maxWindow}));
-    }
-
-    void noteTrip()
-    {
-        const auto now = Clock::now();
-        if (lastArrival)
-            arrivalGaps.push_back(std::chrono::duration<double>(now - *lastArrival).count());
-        if (arrivalGaps.size() > 31)
-            arrivalGaps.pop_front();
-        lastArrival = now;
-        if (sentAt.empty())
-            return;
-        minTripSeconds = std::min(minTripSeconds, std::chrono::duration<double>(now - sentAt.front()).count());
-        sentAt.pop_front();
+        return windowSizer.size(fixed, metrics.secondsPerMicrobatch(), config.stages, config.maxWindow);
     }
 
     // Calls the update hook once per optimizer step, at the top of a loop, when the
@@ -215,10 +184,7 @@ struct StageRuntime::Impl
     std::atomic<double> lastLoss{0}; // the leaf's newest loss, for progress reports during a run
     std::atomic<double> liveStaleness{0};
     std::atomic<int> liveWindow{0};
-    std::deque<Clock::time_point> sentAt; // root: when each microbatch in flight left, oldest first
-    double minTripSeconds = std::numeric_limits<double>::infinity();
-    std::deque<double> arrivalGaps; // root: seconds between the last backwards' arrivals
-    std::optional<Clock::time_point> lastArrival;
+    WindowSizer windowSizer; // root: round trips and arrival gaps, for the window
     int64_t hookedVersion = 0;
 };
 
@@ -299,10 +265,7 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
     int window = fixed;
     liveWindow.store(window, std::memory_order_relaxed);
     metrics.window = window;
-    sentAt.clear();
-    arrivalGaps.clear();
-    lastArrival.reset();
-    minTripSeconds = std::numeric_limits<double>::infinity();
+    windowSizer.reset();
     int64_t next = 0, done = 0;
     while (done < microbatches) {
         afterUpdates();
@@ -316,7 +279,7 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
                 ++next;
                 if (!transport.sendForward(std::move(f)))
                     return stopAfterFailedSend();
-                sentAt.push_back(Clock::now());
+                windowSizer.sent(Clock::now());
                 continue;
             }
         } else {
@@ -327,7 +290,7 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
         const auto *b = std::get_if<BackwardMessage>(&*m);
         if (!b)
             throw Error("the root received a forward message");
-        noteTrip(); // backwards come back in the order of their forwards
+        windowSizer.arrived(Clock::now()); // backwards come back in the order of their forwards
         std::optional<BackwardMessage> none;
         if (!step(b->microbatch, true, [&] { handleBackward(*b, none); }))
             return abort(StopKind::Cancelled, "the work gate closed");

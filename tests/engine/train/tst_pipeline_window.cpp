@@ -50,6 +50,25 @@ private Q_SLOTS:
         QFETCH(int, window);
         QCOMPARE(pipelineWindow({rttMs / 1000, sumMs / 1000, bottleneckMs / 1000, stages, cap}), window);
     }
+
+    // The root's measurements: the shortest trip, and the median gap between arrivals as
+    // the bottleneck once there are five.
+    void sizerMeasuresTripsAndGaps()
+    {
+        using namespace std::chrono_literals;
+        WindowSizer w;
+        const auto t0 = WindowSizer::Clock::time_point{};
+        QCOMPARE(w.size(3, 0.010, 2, 8), 3); // nothing measured: the loopback window
+        w.sent(t0);
+        w.arrived(t0 + 100ms);               // a 100 ms trip; the root's own 10 ms is the bottleneck
+        QCOMPARE(w.size(3, 0.010, 2, 8), 8); // (100 + 10) / 10 = 11, capped at 8
+        QCOMPARE(w.size(3, 0.010, 2, 2), 3); // a cap below the loopback window is ignored
+        for (int i = 1; i <= 5; ++i)
+            w.arrived(t0 + 100ms + i * 50ms); // arrivals 50 ms apart: the link is the bottleneck
+        QCOMPARE(w.size(3, 0.010, 2, 8), 3);  // (100 + 10) / 50 = 2.2 -> 3
+        w.reset();
+        QCOMPARE(w.size(3, 0.010, 2, 8), 3);
+    }
 };
 
 QTEST_APPLESS_MAIN(TstPipelineWindow)
