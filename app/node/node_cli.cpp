@@ -25,7 +25,7 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
 {
     p.add_option("--join", o.join, "join the swarm whose coordinator is at wss://host:port/#sha256=...")
         ->type_name("ADDRESS");
-    p.add_option("--name", o.name, "swarm: this node's name, as others see it (default: the host name)")
+    p.add_option("--name", o.name, "swarm: this node's name, as others see it (default: a nickname made from its key)")
         ->type_name("NAME");
     p.add_option("--bind", o.bind, "swarm: the IPv4 address peers reach this node at")->type_name("HOST");
     cli::addWholeNumber(p, "--port", o.port, 0, 65535, "N",

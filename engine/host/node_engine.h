@@ -37,7 +37,7 @@ struct NodeEngineSettings
     /// "start"), instead of saying it is complete (rookery-node's --steps).
     bool extendFinishedRuns = true;
     /// joinSwarm's node. Its coordinator, dataDir, datasetDir and governor are the engine's.
-    participant::SwarmNodeSettings swarm{.name = "desktop"}; ///< "desktop": how other nodes see this one
+    participant::SwarmNodeSettings swarm;
     /// The coordinator's status API port, for the peer graph; 0: the coordinator's port + 1.
     uint16_t statusPort = 0;
     DemoSwarmSettings demo;

@@ -13,6 +13,7 @@
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
 #include "engine/device/profile_service.h"
+#include "engine/participant/nickname.h"
 
 namespace rookery::participant {
 namespace {
@@ -83,11 +84,8 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
     const uint16_t port = s.port ? s.port : freePort(s.bindAddress, uint16_t(readSmallNumber(portFile)));
     if (!s.port)
         writeSmallNumber(portFile, port);
-    if (s.name.empty()) {
-        char host[256] = {};
-        ::gethostname(host, sizeof host - 1);
-        s.name = host;
-    }
+    if (s.name.empty())
+        s.name = nicknameFor(identity.nodeId()); // never the host name: it often names the owner
     return PreparedNode{std::move(address),
                         std::move(identity),
                         std::move(train),
