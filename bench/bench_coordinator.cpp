@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// bench_coordinator: rookery-coordinator in a child process, and 1,000 synthetic nodes
-// (real CoordinatorClients over TLS, in this process, sharing one NetContext) that
-// register and then send a heartbeat every second. Reports heartbeat round trips (p50,
-// p99), registration latency, lost registrations (must be 0), and the coordinator's
-// CPU time and peak memory read from /proc. The baseline is the same round trip with a
-// single node. Also times the planner (genetic clustering + pipelines + rings) for
-// 1,000 and 10,000 volunteers.
+// bench_coordinator: rookery-coordinator in a child process, and N synthetic nodes (real
+// CoordinatorClients over TLS; 1,000 by default, 200 with --quick, any number with
+// --nodes N) that register and then send a heartbeat every second. The nodes run in as
+// many client processes as it takes to hold 10,000 links (this program again, with
+// --client), each with its own NetContext. Reports heartbeat round trips (p50, p99),
+// registrations per second and their latency, lost registrations (must be 0), the
+// assignment pushes each node received, the coordinator's CPU time and its memory per
+// node beyond its empty baseline (from /proc), the clients' share of the cores, and the
+// coordinator's restart time with every node known. The baseline is the same round trip
+// with a single node. Also times the planner (genetic clustering + pipelines + rings)
+// for 1,000 and 10,000 volunteers.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -219,26 +224,30 @@ struct Swarm
     std::vector<std::unique_ptr<coord::CoordinatorClient>> clients;
 };
 
-void startNodes(Swarm &swarm, net::NetContext &ctx, const net::CoordinatorAddress &address, int count, uint64_t seed)
+// Starts `count` nodes, numbered from `first`, at about `perSecond` a second.
+void startNodes(Swarm &swarm, net::NetContext &ctx, const net::CoordinatorAddress &address, int first, int count,
+                uint64_t seed, double perSecond)
 {
     const int64_t demand = swarm::demandOf({model::mlpSpec(), 64, 1}).memoryBytes;
     Rng rng{seed};
-    const int batch = std::max(1, count / 20);
+    const int batch = std::clamp(count / 20, 1, 10);
+    const auto pause = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(batch / perSecond));
+    auto next = Clock::now();
     for (int i = 0; i < count; ++i) {
         const Volunteer v = volunteer(rng, demand);
         coord::CoordinatorClientConfig c;
         c.address = address;
-        c.name = "synthetic-" + std::to_string(i);
-        c.listenAddress = "127.0.0.1:" + std::to_string(20000 + i);
+        c.name = "synthetic-" + std::to_string(first + i);
+        c.listenAddress = "127.0.0.1:" + std::to_string(20000 + (first + i) % 40000);
         c.profileJson = profileJson(v);
         c.uploadBytesPerSecond = v.upload;
         c.handshakeTimeout = 30s;
         const auto started = Clock::now();
-        auto first = std::make_shared<std::atomic<bool>>(false);
+        auto once = std::make_shared<std::atomic<bool>>(false);
         coord::CoordinatorClientEvents e;
-        e.registered = [&swarm, started, first](const coord::Registration &) {
+        e.registered = [&swarm, started, once](const coord::Registration &) {
             ++swarm.registrations;
-            if (first->exchange(true))
+            if (once->exchange(true))
                 return;
             ++swarm.registered;
             std::lock_guard lock(swarm.mutex);
@@ -255,12 +264,17 @@ void startNodes(Swarm &swarm, net::NetContext &ctx, const net::CoordinatorAddres
             if (swarm.errors++ < 5)
                 std::fprintf(stderr, "node error: %s\n", text.c_str());
         };
-        swarm.clients.push_back(
-            std::make_unique<coord::CoordinatorClient>(ctx, c, net::Identity::generate(), std::move(e)));
-        swarm.clients.back()->report({100, 0, 0, coord::NodeActivity::Waiting, 0, 0});
-        swarm.clients.back()->start();
-        if ((i + 1) % batch == 0) // a crowd, not a single instant
-            std::this_thread::sleep_for(50ms);
+        auto client = std::make_unique<coord::CoordinatorClient>(ctx, c, net::Identity::generate(), std::move(e));
+        client->report({100, 0, 0, coord::NodeActivity::Waiting, 0, 0});
+        client->start();
+        {
+            std::lock_guard lock(swarm.mutex);
+            swarm.clients.push_back(std::move(client));
+        }
+        if ((i + 1) % batch == 0) { // a crowd at a steady rate, not a single instant
+            next += pause;
+            std::this_thread::sleep_until(next);
+        }
     }
 }
 
@@ -304,20 +318,260 @@ double plannerMs(int volunteers, uint64_t seed, int *clusters)
     return t;
 }
 
+// ---- Client processes --------------------------------------------------------------
+// A client process (--client) runs its share of the nodes and talks to the parent in
+// lines: it prints "P registered errors assignments" every 200 ms; "measure S" makes it
+// collect S seconds of heartbeat round trips and print "H n v1 v2 ..."; "regs" prints
+// "G n v1 v2 ..." (registration latencies); "quit" ends it.
+
+struct ClientArgs
+{
+    std::string address;
+    int first = 0, count = 0;
+    uint64_t seed = 1;
+    double perSecond = 500;
+};
+
+std::string joined(char tag, const std::vector<double> &v)
+{
+    std::string line(1, tag);
+    line += " " + std::to_string(v.size());
+    char num[32];
+    for (double x : v) {
+        std::snprintf(num, sizeof num, " %.3f", x);
+        line += num;
+    }
+    return line + "\n";
+}
+
+void writeAll(int fd, const std::string &text)
+{
+    for (size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n <= 0)
+            return;
+        done += size_t(n);
+    }
+}
+
+int runClients(const ClientArgs &a)
+{
+    net::NetContext ctx(1);
+    Swarm swarm;
+    std::thread ramp([&] {
+        startNodes(swarm, ctx, net::CoordinatorAddress::parse(a.address), a.first, a.count, a.seed, a.perSecond);
+    });
+    std::string in;
+    bool quit = false;
+    while (!quit) {
+        pollfd p{STDIN_FILENO, POLLIN, 0};
+        if (::poll(&p, 1, 200) > 0) {
+            char buf[256];
+            const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+            if (n <= 0)
+                break; // the parent is gone
+            in.append(buf, size_t(n));
+        }
+        for (size_t eol; (eol = in.find('\n')) != std::string::npos; in.erase(0, eol + 1)) {
+            const std::string cmd = in.substr(0, eol);
+            if (cmd.rfind("measure ", 0) == 0) {
+                const Measured m = measureHeartbeats(swarm, std::chrono::seconds(std::stoi(cmd.substr(8))));
+                (void)m;
+                std::lock_guard lock(swarm.mutex);
+                writeAll(STDOUT_FILENO, joined('H', swarm.roundTripMs));
+            } else if (cmd == "regs") {
+                std::lock_guard lock(swarm.mutex);
+                writeAll(STDOUT_FILENO, joined('G', swarm.registrationMs));
+            } else if (cmd == "quit") {
+                quit = true;
+            }
+        }
+        int training = 0;
+        {
+            std::lock_guard lock(swarm.mutex);
+            for (const auto &c : swarm.clients)
+                training += c->assignment().isTraining() ? 1 : 0;
+        }
+        writeAll(STDOUT_FILENO, "P " + std::to_string(swarm.registered.load()) + " " +
+                                    std::to_string(swarm.errors.load()) + " " +
+                                    std::to_string(swarm.assignments.load()) + " " + std::to_string(training) + "\n");
+    }
+    ramp.join();
+    std::lock_guard lock(swarm.mutex);
+    swarm.clients.clear();
+    return 0;
+}
+
+struct ClientProcess
+{
+    pid_t pid = -1;
+    int in = -1, out = -1; // its stdin (we write), its stdout (we read)
+    std::string buffer;
+    int registered = 0, errors = 0, assignments = 0, training = 0;
+};
+
+ClientProcess spawnClients(const ClientArgs &a)
+{
+    int toChild[2], fromChild[2];
+    if (pipe(toChild) != 0 || pipe(fromChild) != 0)
+        throw Error("pipe failed");
+    const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+    const std::vector<std::string> args = {self,        "--client",
+                                           "--address", a.address,
+                                           "--first",   std::to_string(a.first),
+                                           "--count",   std::to_string(a.count),
+                                           "--seed",    std::to_string(a.seed),
+                                           "--rate",    std::to_string(a.perSecond)};
+    const pid_t pid = fork();
+    if (pid == 0) {
+        dup2(toChild[0], STDIN_FILENO);
+        dup2(fromChild[1], STDOUT_FILENO);
+        for (int fd : {toChild[0], toChild[1], fromChild[0], fromChild[1]})
+            close(fd);
+        std::vector<char *> argv;
+        for (const auto &x : args)
+            argv.push_back(const_cast<char *>(x.c_str()));
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    close(toChild[0]);
+    close(fromChild[1]);
+    return {pid, toChild[1], fromChild[0], {}, 0, 0, 0, 0};
+}
+
+// Reads whatever the client processes printed within `timeout`; returns the lines that
+// are not progress ("P ...") lines, which update the processes' counts.
+std::vector<std::pair<size_t, std::string>> readClients(std::vector<ClientProcess> &procs,
+                                                        std::chrono::milliseconds timeout)
+{
+    std::vector<pollfd> fds;
+    for (const auto &p : procs)
+        fds.push_back({p.out, POLLIN, 0});
+    std::vector<std::pair<size_t, std::string>> lines;
+    if (::poll(fds.data(), fds.size(), int(timeout.count())) <= 0)
+        return lines;
+    for (size_t i = 0; i < procs.size(); ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP)))
+            continue;
+        char buf[65536];
+        const ssize_t n = ::read(procs[i].out, buf, sizeof buf);
+        if (n <= 0)
+            continue;
+        auto &b = procs[i].buffer;
+        b.append(buf, size_t(n));
+        for (size_t eol; (eol = b.find('\n')) != std::string::npos; b.erase(0, eol + 1)) {
+            std::string line = b.substr(0, eol);
+            if (line.rfind("P ", 0) == 0)
+                std::sscanf(line.c_str(), "P %d %d %d %d", &procs[i].registered, &procs[i].errors,
+                            &procs[i].assignments, &procs[i].training);
+            else
+                lines.emplace_back(i, std::move(line));
+        }
+    }
+    return lines;
+}
+
+// Sends `command` to every client process and gathers each one's reply tagged `tag`.
+std::vector<double> askClients(std::vector<ClientProcess> &procs, const std::string &command, char tag,
+                               std::chrono::seconds timeout)
+{
+    for (auto &p : procs)
+        writeAll(p.in, command + "\n");
+    std::vector<double> values;
+    size_t replies = 0;
+    const auto deadline = Clock::now() + timeout;
+    while (replies < procs.size() && Clock::now() < deadline)
+        for (const auto &[i, line] : readClients(procs, 200ms)) {
+            if (line.empty() || line[0] != tag)
+                continue;
+            ++replies;
+            std::istringstream in(line.substr(1));
+            size_t n = 0;
+            in >> n;
+            double x;
+            while (in >> x)
+                values.push_back(x);
+        }
+    return values;
+}
+
+int sumOf(const std::vector<ClientProcess> &procs, int ClientProcess::*field)
+{
+    int sum = 0;
+    for (const auto &p : procs)
+        sum += p.*field;
+    return sum;
+}
+
+double cpuOf(const std::vector<ClientProcess> &procs)
+{
+    double sum = 0;
+    for (const auto &p : procs)
+        sum += procUsage(p.pid).cpuSeconds;
+    return sum;
+}
+
+// Takes this program's own options (--nodes, and --client with its arguments) out of
+// argv, so that the shared parser sees only the shared ones.
+struct OwnArgs
+{
+    int nodes = 0;
+    bool client = false;
+    ClientArgs clientArgs;
+};
+
+OwnArgs takeOwnArgs(int &argc, char **argv)
+{
+    OwnArgs o;
+    int out = 1;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool hasValue = i + 1 < argc;
+        if (a == "--client")
+            o.client = true;
+        else if (a == "--nodes" && hasValue)
+            o.nodes = std::stoi(argv[++i]);
+        else if (a == "--address" && hasValue)
+            o.clientArgs.address = argv[++i];
+        else if (a == "--first" && hasValue)
+            o.clientArgs.first = std::stoi(argv[++i]);
+        else if (a == "--count" && hasValue)
+            o.clientArgs.count = std::stoi(argv[++i]);
+        else if (a == "--seed" && hasValue)
+            o.clientArgs.seed = std::stoull(argv[++i]);
+        else if (a == "--rate" && hasValue)
+            o.clientArgs.perSecond = std::stod(argv[++i]);
+        else
+            argv[out++] = argv[i];
+    }
+    argc = out;
+    return o;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
+    OwnArgs own = takeOwnArgs(argc, argv);
+    raiseFileLimit();
+    std::signal(SIGPIPE, SIG_IGN);
+    if (own.client) {
+        log::setMinimumLevel(log::Level::Error);
+        return runClients(own.clientArgs);
+    }
     const auto opts = bench::parseBenchOptions(
         argc, argv, "bench_coordinator",
-        "rookery-coordinator under 1,000 synthetic nodes (200 with --quick): heartbeat round trips, "
-        "registrations, its CPU and memory; planner time for 1,000 and 10,000 volunteers.");
+        "rookery-coordinator under 1,000 synthetic nodes (200 with --quick, N with --nodes N, in as many client "
+        "processes as it takes): heartbeat round trips, registrations, assignment pushes, its CPU, memory per node "
+        "and restart time; planner time for 1,000 and 10,000 volunteers.");
     bench::BenchReport report("bench_coordinator", opts.quick);
     log::setMinimumLevel(log::Level::Warning);
-    raiseFileLimit();
-    const int nodes = opts.quick ? 200 : 1000;
+    const int nodes = own.nodes > 0 ? own.nodes : opts.quick ? 200 : 1000;
     const auto window = opts.quick ? 10s : 30s;
-    std::signal(SIGPIPE, SIG_IGN);
+    constexpr int kNodesPerProcess = 2500;
+    const double perSecond = 500; // arrivals a second, all processes together
+    const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
 
     char tmpl[] = "/tmp/bench_coordinator.XXXXXX";
     const std::filesystem::path dataDir = mkdtemp(tmpl);
@@ -325,53 +579,90 @@ int main(int argc, char **argv)
     std::printf("coordinator pid %d at %s\n", int(child.pid), child.address.c_str());
     const auto address = net::CoordinatorAddress::parse(child.address);
     {
-        net::NetContext ctx(2);
+        net::NetContext ctx(1);
         // Baseline: one node alone.
         Swarm alone;
-        startNodes(alone, ctx, address, 1, 7);
+        startNodes(alone, ctx, address, 0, 1, 7, 1000);
         while (alone.registered < 1)
             std::this_thread::sleep_for(10ms);
         const Measured baseline = measureHeartbeats(alone, opts.quick ? 4s : 8s);
         std::printf("one node: heartbeat round trip p50 %.2f ms, p99 %.2f ms (%zu samples)\n", baseline.p50,
                     baseline.p99, baseline.samples);
         alone.clients.front()->leave("baseline done");
+        std::this_thread::sleep_for(1s);
+        alone.clients.clear();
 
-        Swarm swarm;
         const ProcUsage before = procUsage(child.pid);
         const auto rampStart = Clock::now();
-        startNodes(swarm, ctx, address, nodes, 1);
-        const auto deadline = Clock::now() + 120s;
-        while (swarm.registered < nodes && Clock::now() < deadline)
-            std::this_thread::sleep_for(20ms);
-        const double rampMs = ms(Clock::now() - rampStart);
-        std::this_thread::sleep_for(3s); // the first plan and its pushes
-        const ProcUsage steadyStart = procUsage(child.pid);
-        const Measured m = measureHeartbeats(swarm, window);
-        const ProcUsage steadyEnd = procUsage(child.pid);
-        const int lost = nodes - swarm.registered.load();
-        const double cpuSteady = steadyEnd.cpuSeconds - steadyStart.cpuSeconds;
-        const double windowS = double(std::chrono::seconds(window).count());
-        std::vector<double> reg;
-        {
-            std::lock_guard lock(swarm.mutex);
-            reg = swarm.registrationMs;
+        std::vector<ClientProcess> procs;
+        const int processes = (nodes + kNodesPerProcess - 1) / kNodesPerProcess;
+        for (int p = 0; p < processes; ++p) {
+            const int first = p * nodes / processes, last = (p + 1) * nodes / processes;
+            procs.push_back(spawnClients({child.address, first, last - first, uint64_t(1 + p), perSecond / processes}));
         }
-        std::printf("%d nodes registered in %.0f ms (lost %d, errors %d, re-registrations %d, assignment "
-                    "updates %d)\n",
-                    swarm.registered.load(), rampMs, lost, swarm.errors.load(),
-                    swarm.registrations.load() - swarm.registered.load(), swarm.assignments.load());
+        const auto deadline = rampStart + std::chrono::seconds(60 + nodes / 50);
+        while (sumOf(procs, &ClientProcess::registered) < nodes && Clock::now() < deadline)
+            readClients(procs, 200ms);
+        const double rampMs = ms(Clock::now() - rampStart);
+        // The plans and their pushes: until no node has heard of a change for 3 s.
+        int pushes = -1;
+        auto quietSince = Clock::now();
+        const auto settleDeadline = Clock::now() + 60s;
+        while (Clock::now() - quietSince < 3s && Clock::now() < settleDeadline) {
+            readClients(procs, 200ms);
+            if (const int now = sumOf(procs, &ClientProcess::assignments); now != pushes) {
+                pushes = now;
+                quietSince = Clock::now();
+            }
+        }
+        const ProcUsage steadyStart = procUsage(child.pid);
+        const double clientCpuStart = cpuOf(procs);
+        const auto windowStart = Clock::now();
+        const std::vector<double> roundTrips =
+            askClients(procs, "measure " + std::to_string(window.count()), 'H', window + 60s);
+        const double windowS = std::chrono::duration<double>(Clock::now() - windowStart).count();
+        const ProcUsage steadyEnd = procUsage(child.pid);
+        const double clientCpu = cpuOf(procs) - clientCpuStart;
+        const std::vector<double> reg = askClients(procs, "regs", 'G', 60s);
+        readClients(procs, 500ms);
+        const int registered = sumOf(procs, &ClientProcess::registered);
+        const int errors = sumOf(procs, &ClientProcess::errors);
+        pushes = sumOf(procs, &ClientProcess::assignments);
+        const int training = sumOf(procs, &ClientProcess::training);
+        for (auto &p : procs) {
+            writeAll(p.in, "quit\n");
+            close(p.in);
+        }
+        for (auto &p : procs) {
+            waitpid(p.pid, nullptr, 0);
+            close(p.out);
+        }
+        const int lost = nodes - registered;
+        const double cpuSteady = steadyEnd.cpuSeconds - steadyStart.cpuSeconds;
+        const double rssKiBPerNode = (steadyEnd.rssMiB - before.rssMiB) * 1024 / nodes;
+        const Measured m{percentile(roundTrips, 0.5), percentile(roundTrips, 0.99),
+                         roundTrips.empty() ? 0 : *std::max_element(roundTrips.begin(), roundTrips.end()),
+                         roundTrips.size()};
+        std::printf("%d nodes in %d client processes registered in %.0f ms, %.0f a second (lost %d, errors %d, "
+                    "assignment pushes %d: %.2f a node; %d training)\n",
+                    registered, processes, rampMs, registered / (rampMs / 1000), lost, errors, pushes,
+                    double(pushes) / nodes, training);
         std::printf("registration (connect + TLS + register): p50 %.1f ms, p99 %.1f ms\n", percentile(reg, 0.5),
                     percentile(reg, 0.99));
         std::printf("heartbeats over %.0f s: %zu round trips, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", windowS,
                     m.samples, m.p50, m.p99, m.max);
         std::printf("coordinator: %.2f CPU s while %d nodes registered, %.2f CPU s (%.1f%% of a core) over the "
-                    "heartbeat window; RSS %.1f MiB, peak %.1f MiB\n",
+                    "heartbeat window; RSS %.1f MiB empty, %.1f MiB with the nodes (%.1f KiB a node), peak %.1f "
+                    "MiB\n",
                     steadyStart.cpuSeconds - before.cpuSeconds, nodes, cpuSteady, 100 * cpuSteady / windowS,
-                    steadyEnd.rssMiB, steadyEnd.peakRssMiB);
+                    before.rssMiB, steadyEnd.rssMiB, rssKiBPerNode, steadyEnd.peakRssMiB);
+        std::printf("client processes: %.1f%% of the machine's %ld cores over the heartbeat window\n",
+                    100 * clientCpu / (windowS * double(cores)), cores);
         report.setResult(baseline.p99, m.p99, "ms (heartbeat round trip p99)", "p99_ratio");
         report.add("nodes", double(nodes));
+        report.add("client_processes", double(processes));
         report.add("lost_registrations", double(lost));
-        report.add("registration_errors", double(swarm.errors.load()));
+        report.add("registration_errors", double(errors));
         report.add("p50_ms", m.p50);
         report.add("p99_ms", m.p99);
         report.add("max_ms", m.max);
@@ -381,15 +672,32 @@ int main(int argc, char **argv)
         report.add("registration_p50_ms", percentile(reg, 0.5));
         report.add("registration_p99_ms", percentile(reg, 0.99));
         report.add("registration_ramp_ms", rampMs);
+        report.add("registrations_per_s", registered / (rampMs / 1000));
+        report.add("assignment_pushes", double(pushes));
+        report.add("pushes_per_node", double(pushes) / nodes);
+        report.add("nodes_training", double(training));
         report.add("coordinator_cpu_s_registration", steadyStart.cpuSeconds - before.cpuSeconds);
         report.add("coordinator_cpu_s_heartbeats", cpuSteady);
         report.add("coordinator_cpu_percent_heartbeats", 100 * cpuSteady / windowS);
+        report.add("clients_cpu_percent_of_machine", 100 * clientCpu / (windowS * double(cores)));
+        report.add("coordinator_empty_rss_mib", before.rssMiB);
         report.add("coordinator_rss_mib", steadyEnd.rssMiB);
         report.add("coordinator_peak_rss_mib", steadyEnd.peakRssMiB);
-        swarm.clients.clear();
-        alone.clients.clear();
+        report.add("rss_kib_per_node", rssKiBPerNode);
     }
-    const int exitCode = stopCoordinator(child);
+    int exitCode = stopCoordinator(child);
+    // A restart with every node known: the run, its plan and its assignments come back.
+    {
+        const auto started = Clock::now();
+        Child restarted = startCoordinator(dataDir / "coord", nodes);
+        const double restartMs = ms(Clock::now() - started);
+        const ProcUsage u = procUsage(restarted.pid);
+        std::printf("restart with %d known nodes: listening after %.0f ms, RSS %.1f MiB\n", nodes, restartMs, u.rssMiB);
+        report.add("restart_ms", restartMs);
+        report.add("restart_rss_mib", u.rssMiB);
+        if (const int again = stopCoordinator(restarted); exitCode == 0)
+            exitCode = again; // the first failure is the one to report
+    }
     report.add("coordinator_exit_code", double(exitCode));
     std::filesystem::remove_all(dataDir);
 

@@ -137,6 +137,7 @@ void Coordinator::Impl::work()
             const auto now = Clock::now();
             registry->tick(now);
             maybePlan(now);
+            trimMemory(now);
             if (now >= nextMetrics) {
                 nextMetrics = now + settings.metricsInterval;
                 const int64_t ms = nowMs();

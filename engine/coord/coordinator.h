@@ -43,6 +43,15 @@ struct CoordinatorSettings
     /// than after firstPlanDelay (0: always wait). For swarms whose size is known.
     int expectNodes = 0;
     std::chrono::milliseconds planInterval{250}; ///< membership changes are planned in batches at most this often
+    /// Once a plan works, arrivals are held back and planned together: a batch of joins
+    /// is planned when no node has arrived for joinSettle, when its first arrival has
+    /// waited joinMaxWait, or at once when it is joinGrowth times the planner's size.
+    /// Every plan change re-sends rings and shard counts to the whole swarm, so during a
+    /// registration storm this bounds the rounds (and pushes) to a few per node. Leaves
+    /// are not held back.
+    std::chrono::milliseconds joinSettle{500};
+    std::chrono::milliseconds joinMaxWait{30'000};
+    double joinGrowth = 2.0;
     std::chrono::milliseconds statusFeedInterval{1000};
     std::chrono::milliseconds metricsInterval{10'000}; ///< how often node figures are written to the database
     std::chrono::hours metricsRetention{24 * 7};

@@ -58,6 +58,8 @@ struct Coordinator::Impl
     void restore(const StoredState &stored);
     void work();
     void maybePlan(Clock::time_point now);
+    bool joinsDue(Clock::time_point now, size_t joins) const; ///< under inboxMutex
+    void trimMemory(Clock::time_point now);
     void round(Clock::time_point now, std::map<std::string, Pending> events, bool republish, bool full);
     void publishPlacements();
     StatusDocument statusDocument();
@@ -66,6 +68,9 @@ struct Coordinator::Impl
     void enqueueJoin(const std::string &id, const swarm::Capacity &c)
     {
         std::lock_guard lock(inboxMutex);
+        lastArrival = Clock::now();
+        if (!firstHeldJoin)
+            firstHeldJoin = lastArrival;
         auto &p = pending[id];
         p.join = true;
         p.capacity = c;
@@ -90,11 +95,14 @@ struct Coordinator::Impl
     std::map<std::string, Assignment> published; ///< what the planner last handed out, by node
     std::optional<Clock::time_point> holdSince;  ///< since when the volunteers could hold the model
     Clock::time_point lastRound;
+    std::optional<Clock::time_point> trimAt; ///< when to return freed heap pages to the system
 
     std::mutex inboxMutex;
     std::condition_variable inboxWake;
     std::map<std::string, Pending> pending;
     bool republish = false, fullReplan = false, stopping = false;
+    Clock::time_point lastArrival;                  ///< the latest join queued
+    std::optional<Clock::time_point> firstHeldJoin; ///< the oldest join still pending
 
     std::unique_ptr<NodeRegistry> registry;
     std::atomic<uint64_t> statusVersion{1};

@@ -3,6 +3,11 @@
 // first plan once the volunteers can hold the model, and the assignments that follow.
 #include "engine/coord/coordinator_impl.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
 #include <utility>
 
 #include "engine/common/error.h"
@@ -14,17 +19,45 @@ namespace rookery::coord {
 
 using namespace coordinator_detail;
 
+bool Coordinator::Impl::joinsDue(Clock::time_point now, size_t joins) const
+{
+    if (joins == 0)
+        return false;
+    // Before a plan works, joins only add waiting volunteers: cheap, and pushed to nobody.
+    if (!plan.isWorking())
+        return true;
+    if (double(joins) >= settings.joinGrowth * double(std::max<size_t>(plan.size(), 1)))
+        return true; // the swarm would grow that much: worth a round of its own
+    return now - lastArrival >= settings.joinSettle || (firstHeldJoin && now - *firstHeldJoin >= settings.joinMaxWait);
+}
+
 void Coordinator::Impl::maybePlan(Clock::time_point now)
 {
     std::map<std::string, Pending> events;
     bool rep = false, full = false;
     {
         std::lock_guard lock(inboxMutex);
-        const bool due = (!pending.empty() || republish || fullReplan) && now - lastRound >= settings.planInterval;
+        size_t joins = 0;
+        bool leaves = false;
+        for (const auto &[id, p] : pending)
+            p.leave ? leaves = true : ++joins;
+        const bool takeJoins = joinsDue(now, joins);
+        const bool due = (leaves || takeJoins || republish || fullReplan) && now - lastRound >= settings.planInterval;
         const bool firstDue = !plan.isWorking() && holdSince && now - *holdSince >= settings.firstPlanDelay;
         if (!due && !firstDue)
             return;
-        events = std::exchange(pending, {});
+        if (takeJoins || firstDue) {
+            events = std::exchange(pending, {});
+            firstHeldJoin.reset();
+        } else {
+            // Leaves (and a leaver's re-join) now; plain arrivals wait for their batch.
+            for (auto it = pending.begin(); it != pending.end();)
+                if (it->second.leave) {
+                    events.insert(pending.extract(it++));
+                } else {
+                    ++it;
+                }
+        }
         rep = std::exchange(republish, false);
         full = std::exchange(fullReplan, false);
     }
@@ -91,6 +124,22 @@ void Coordinator::Impl::publishPlacements()
         if (const auto it = published.find(id); it == published.end() || !it->second.samePlacement(a))
             changed.emplace(id, a);
     published = std::move(fresh);
+    const size_t pushed = changed.size();
     registry->publish(changed);
+    // Every push is a whole assignment (rings with one member per cluster), encoded here
+    // and freed on a network thread once written: after a round that pushed to many
+    // nodes, the worker hands the freed pages back (trimMemory) rather than keep the peak.
+    if (pushed >= 64)
+        trimAt = Clock::now() + std::chrono::seconds(2);
+}
+
+void Coordinator::Impl::trimMemory(Clock::time_point now)
+{
+    if (!trimAt || now < *trimAt)
+        return;
+    trimAt.reset();
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
 }
 } // namespace rookery::coord

@@ -120,6 +120,11 @@ void NodeRegistry::publish(const std::map<std::string, Assignment> &changed)
             if (it == m_nodes.end() || !it->second->inPlanner)
                 continue; // gone meanwhile; the planner hears of it next round
             Record &rec = *it->second;
+            // Waiting stays waiting: a new reason is for people (the status shows it), not
+            // worth a push to every newcomer of a registration storm.
+            if (a.state == AssignmentState::Waiting && a.cluster < 0 &&
+                rec.assignment.state == AssignmentState::Waiting && rec.assignment.cluster < 0)
+                continue;
             const uint64_t version = rec.assignment.version + 1;
             rec.assignment = a;
             rec.assignment.version = version;

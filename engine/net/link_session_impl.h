@@ -22,7 +22,11 @@ namespace rookery::net {
 
 namespace detail {
 
-inline constexpr size_t kStagingBytes = 64 * 1024;
+/// The first bytes of every frame land here (link_session_io.h): enough for the whole of
+/// an idle link's messages (heartbeats, acks), small because every link keeps it. A
+/// larger frame reads its body straight into its own buffer; a larger header grows the
+/// staging for that frame only.
+inline constexpr size_t kStagingBytes = 2 * 1024;
 /// A message goes out in WebSocket frames of this size: each is checksummed just before
 /// it is written, and a client masks it into Beast's write buffer of the same size.
 inline constexpr size_t kWriteBufferBytes = 256 * 1024;
