@@ -13,7 +13,7 @@
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
 #include "engine/device/profile_service.h"
-#include "engine/participant/nickname.h"
+#include "engine/net/nickname.h"
 
 namespace rookery::participant {
 namespace {
@@ -85,7 +85,7 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
     if (!s.port)
         writeSmallNumber(portFile, port);
     if (s.name.empty())
-        s.name = nicknameFor(identity.nodeId()); // never the host name: it often names the owner
+        s.name = net::nicknameFor(identity.nodeId()); // never the host name: it often names the owner
     return PreparedNode{std::move(address),
                         std::move(identity),
                         std::move(train),

@@ -32,7 +32,7 @@ struct PreparedNode
 /// the identity key, loads Fashion-MNIST (train and test), opens the checkpoint
 /// database, loads the capability profile (cached) and picks the peer port: `--port`,
 /// else the port of the last run when it is still free (kept in the data directory),
-/// else any free one. Fills in a nickname (nicknameFor) when `settings.name` is empty. Throws
+/// else any free one. Fills in a nickname (net::nicknameFor) when `settings.name` is empty. Throws
 /// rookery::Error for bad settings, data or database.
 ///
 /// Thread safety: any thread; two calls for the same data directory race on its files.

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "engine/participant/nickname.h"
+#include "engine/net/nickname.h"
 
 #include <array>
 #include <cstdint>
 #include <string_view>
 
-namespace rookery::participant {
+namespace rookery::net {
 namespace {
 
 constexpr std::array<std::string_view, 32> kAdjectives = {
@@ -33,4 +33,4 @@ std::string nicknameFor(const std::string &nodeId)
     return name;
 }
 
-} // namespace rookery::participant
+} // namespace rookery::net

@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace rookery::participant {
+namespace rookery::net {
 
 /// The name a node shows others when its volunteer gave none: two words and two hex
 /// digits drawn from its node id ("amber-heron-3f"). The same key always gives the same
@@ -13,4 +13,4 @@ namespace rookery::participant {
 /// Thread safety: a pure function.
 std::string nicknameFor(const std::string &nodeId);
 
-} // namespace rookery::participant
+} // namespace rookery::net

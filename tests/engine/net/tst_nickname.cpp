@@ -6,9 +6,9 @@
 #include <set>
 #include <unistd.h>
 
-#include "engine/participant/nickname.h"
+#include "engine/net/nickname.h"
 
-using rookery::participant::nicknameFor;
+using rookery::net::nicknameFor;
 
 class TestNickname : public QObject
 {
