@@ -39,6 +39,14 @@ inline std::string profileJson(double gflops, uint64_t memoryBytes)
 }
 
 /// What the MLP needs of a cluster at microbatch 64 with SGD + momentum.
+/// Where a node sits in its pipeline: state, cluster, stage and layers, and its
+/// neighbours. Rings and shard counts follow the whole swarm, so they are left out.
+inline bool sameSeat(const coord::Assignment &a, const coord::Assignment &b)
+{
+    return a.state == b.state && a.cluster == b.cluster && a.stage == b.stage && a.stages == b.stages &&
+           a.firstLayer == b.firstLayer && a.lastLayer == b.lastLayer && a.previous == b.previous && a.next == b.next;
+}
+
 inline int64_t mlpDemandBytes() { return swarm::demandOf({model::mlpSpec(), 64, 1}).memoryBytes; }
 
 /// A coordinator's settings for tests: loopback, ephemeral ports, short timeouts.

@@ -16,17 +16,6 @@
 using namespace rookery;
 using namespace std::chrono_literals;
 
-namespace {
-
-// Where a node sits in its pipeline (its rings follow every cut anywhere).
-bool sameSeat(const coord::Assignment &a, const coord::Assignment &b)
-{
-    return a.state == b.state && a.cluster == b.cluster && a.stage == b.stage && a.stages == b.stages &&
-           a.firstLayer == b.firstLayer && a.lastLayer == b.lastLayer && a.previous == b.previous && a.next == b.next;
-}
-
-} // namespace
-
 class TestCoordinatorMembership : public QObject
 {
     Q_OBJECT
@@ -112,7 +101,7 @@ private Q_SLOTS:
             if (id == lost.identity.nodeId() || id == partner->identity.nodeId())
                 continue;
             if (a.cluster != newCluster)
-                QVERIFY2(sameSeat(a, before.at(id)), a.describe().c_str()); // an untouched cluster
+                QVERIFY2(test::sameSeat(a, before.at(id)), a.describe().c_str()); // an untouched cluster
             else
                 QCOMPARE(a.cluster, before.at(id).cluster); // the receiving cluster keeps its members
         }

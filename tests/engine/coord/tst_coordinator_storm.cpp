@@ -16,17 +16,6 @@
 using namespace rookery;
 using namespace std::chrono_literals;
 
-namespace {
-
-// Where a node sits in its pipeline (its rings and shard count follow the whole swarm).
-bool sameSeat(const coord::Assignment &a, const coord::Assignment &b)
-{
-    return a.state == b.state && a.cluster == b.cluster && a.stage == b.stage && a.stages == b.stages &&
-           a.firstLayer == b.firstLayer && a.lastLayer == b.lastLayer && a.previous == b.previous && a.next == b.next;
-}
-
-} // namespace
-
 class TestCoordinatorStorm : public QObject
 {
     Q_OBJECT
@@ -133,7 +122,7 @@ private Q_SLOTS:
             QVERIFY2(is.isTraining(), is.describe().c_str());
             QCOMPARE(is.cluster, was.cluster);
             if (!joinedClusters.count(was.cluster))
-                QVERIFY2(sameSeat(is, was), (was.describe() + " -> " + is.describe()).c_str());
+                QVERIFY2(test::sameSeat(is, was), (was.describe() + " -> " + is.describe()).c_str());
             QVERIFY(n->updateCount() - updatesBefore.at(n->identity.nodeId()) <= stormRounds);
         }
         // Newcomers hear of their placement, and of few changes after it.
