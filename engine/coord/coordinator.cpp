@@ -50,6 +50,7 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
     RegistryConfig rc;
     rc.heartbeatInterval = settings.heartbeatInterval;
     rc.heartbeatTimeout = settings.heartbeatTimeout;
+    rc.registerTimeout = settings.registerTimeout;
     rc.rejoinGrace = settings.rejoinGrace;
     RegistryHooks hooks;
     hooks.join = [this](const std::string &id, const swarm::Capacity &c) { enqueueJoin(id, c); };

@@ -30,6 +30,9 @@ struct CoordinatorSettings
 
     std::chrono::milliseconds heartbeatInterval{1000};
     std::chrono::milliseconds heartbeatTimeout{5000}; ///< no heartbeat for this long: lost
+    /// A link that has not registered this long after it opened is closed: an idle link
+    /// holds buffers, and pongs alone would keep it open for ever.
+    std::chrono::milliseconds registerTimeout{10'000};
     /// A lost node keeps its assignment this long, so a quick restart resumes its stage;
     /// then it is re-planned away.
     std::chrono::milliseconds rejoinGrace{15'000};

@@ -34,6 +34,7 @@ struct RegistryConfig
 {
     std::chrono::milliseconds heartbeatInterval{1000};
     std::chrono::milliseconds heartbeatTimeout{5000};
+    std::chrono::milliseconds registerTimeout{10'000}; ///< an open link silent this long is closed
     std::chrono::milliseconds rejoinGrace{15'000};
     std::chrono::hours certificateValidity{24 * 30};
     std::string runId;
@@ -140,6 +141,8 @@ private:
     mutable std::mutex m_mutex;
     std::map<std::string, std::unique_ptr<Record>> m_nodes;
     std::unordered_map<const net::Link *, std::string> m_linkNode; ///< registered links -> node id
+    /// Open links that have sent nothing yet, with when they opened.
+    std::unordered_map<const net::Link *, std::pair<std::weak_ptr<net::Link>, Clock::time_point>> m_unregistered;
     RegistryCounters m_counters;
 };
 

@@ -19,11 +19,19 @@ using namespace registry_detail;
 void NodeRegistry::opened(const std::shared_ptr<net::Link> &link)
 {
     log::debug(kArea, "link " + link->describe() + " open; waiting for its registration");
+    std::lock_guard lock(m_mutex);
+    m_unregistered[link.get()] = {link, Clock::now()};
 }
 
 void NodeRegistry::message(const std::shared_ptr<net::Link> &link, net::Message &&message)
 {
     Outbox out;
+    {
+        // It spoke: registered, refused or closed below, so the timeout for silent links
+        // is done with it (a busy coordinator may take longer than that to register it).
+        std::lock_guard lock(m_mutex);
+        m_unregistered.erase(link.get());
+    }
     if (auto *r = std::get_if<net::Register>(&message)) {
         onRegister(link, *r, out);
     } else if (auto *h = std::get_if<net::Heartbeat>(&message)) {
@@ -44,6 +52,7 @@ void NodeRegistry::refuse(const std::shared_ptr<net::Link> &link, net::Coordinat
     ++m_counters.refusals;
     log::warning(kArea, "refused " + link->describe() + ": " + reason);
     m_linkNode.erase(link.get());
+    m_unregistered.erase(link.get());
     out.send(link, net::Message(net::CoordinatorError{code, reason}));
     out.close(link, reason);
 }
@@ -52,6 +61,12 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
 {
     const int64_t wallMs = nowMs();
     const std::string nodeId = link->peer().nodeId;
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_linkNode.count(link.get()))
+            return refuse(link, net::CoordinatorErrorCode::BadRequest,
+                          "this connection has registered already: one Register per connection", out);
+    }
     CheckedRegistration c;
     std::string certificate;
     try {
@@ -175,6 +190,7 @@ void NodeRegistry::onLeave(const std::shared_ptr<net::Link> &link, const net::Le
 void NodeRegistry::closed(const std::shared_ptr<net::Link> &link)
 {
     std::lock_guard lock(m_mutex);
+    m_unregistered.erase(link.get());
     const auto it = m_linkNode.find(link.get());
     if (it == m_linkNode.end())
         return;

@@ -29,6 +29,19 @@ void NodeRegistry::tick(Clock::time_point now)
     Outbox out;
     {
         std::lock_guard lock(m_mutex);
+        for (auto it = m_unregistered.begin(); it != m_unregistered.end();) {
+            if (now - it->second.second <= m_config.registerTimeout) {
+                ++it;
+                continue;
+            }
+            ++m_counters.refusals;
+            const std::string why = "no registration within " + millis(m_config.registerTimeout);
+            auto link = it->second.first.lock();
+            if (link)
+                log::warning(kArea, "closing " + link->describe() + ": " + why);
+            out.close(std::move(link), why);
+            it = m_unregistered.erase(it);
+        }
         for (auto &[id, r] : m_nodes) {
             Record &rec = *r;
             if (rec.presence == Presence::Online && now - rec.lastSeen > m_config.heartbeatTimeout) {

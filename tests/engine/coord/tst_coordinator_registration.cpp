@@ -327,6 +327,40 @@ private Q_SLOTS:
         QVERIFY2(err->reason.find("has not registered on this connection") != std::string::npos, err->reason.c_str());
     }
 
+    // One Register per link: a second one (a profile of up to 16 MiB each time) is
+    // refused and the link closed.
+    void aSecondRegisterOnOneLinkIsRefused()
+    {
+        RawNode n;
+        n.dial(*m_net, address());
+        QVERIFY(n.open());
+        QCOMPARE(n.link->send(n.registration()), net::SendResult::Queued);
+        QVERIFY(n.await<net::RegisterReply>().has_value());
+        QCOMPARE(n.link->send(n.registration()), net::SendResult::Queued);
+        const auto err = n.await<net::CoordinatorError>();
+        QVERIFY(err.has_value());
+        QCOMPARE(err->code, net::CoordinatorErrorCode::BadRequest);
+        QVERIFY2(err->reason.find("one Register per connection") != std::string::npos, err->reason.c_str());
+        QVERIFY(n.closed());
+    }
+
+    // A link that opens and never registers (its pongs keep it alive) is closed once the
+    // registration timeout has passed, not before.
+    void aLinkThatNeverRegistersIsClosed()
+    {
+        m_coordinator.reset();
+        auto settings = test::testSettings((m_dataDir + QStringLiteral("-timeout")).toStdString());
+        settings.registerTimeout = 400ms;
+        m_coordinator = std::make_unique<coord::Coordinator>(settings);
+        RawNode n;
+        n.dial(*m_net, address());
+        QVERIFY(n.open());
+        QTest::qWait(100);
+        QCOMPARE(n.log->closedCount(), 0);
+        QVERIFY(n.closed());
+        QVERIFY(!n.await<net::RegisterReply>().has_value());
+    }
+
     void replayedRegistrationIsRefused()
     {
         RawNode first;
