@@ -24,6 +24,8 @@ packages=(
     libtorch-dev libopenblas0-pthread libboost-dev libssl-dev openssl libsqlite3-dev sqlite3
     zlib1g-dev protobuf-compiler libprotobuf-dev nlohmann-json3-dev libsystemd-dev libxss-dev
     libx11-dev libcli11-dev
+    # reaching volunteers behind home routers: UPnP IGD and NAT-PMP port mapping
+    libminiupnpc-dev libnatpmp-dev
     # desktop app
     qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev qt6-qpa-plugins libgl-dev libqt6opengl6-dev
     # data
@@ -31,6 +33,8 @@ packages=(
     # tests, fuzzing, screenshots, packaging checks
     xvfb xauth x11-apps dbus-daemon imagemagick clang-14 libclang-rt-14-dev libfuzzer-14-dev
     desktop-file-utils appstream dpkg-dev file
+    # the emulated internet (network namespaces, NAT routers, a UPnP router)
+    iproute2 nftables miniupnpd-nftables miniupnpd
 )
 
 check_only=0

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "engine/common/command_line.h"
 #include "engine/common/error.h"
@@ -72,6 +74,11 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     Timing timing{s.heartbeatInterval.count(), s.heartbeatTimeout.count(), s.rejoinGrace.count(),
                   s.restartGrace.count(), s.firstPlanDelay.count()};
     RunChoices choices{"mlp", "sgd", run.optimizer.learningRate, run.optimizer.momentum, run.optimizer.weightDecay};
+    std::vector<char *> args(argv, argv + argc);
+    if (args.size() > 1 && std::string_view(args[1]) == "invite") {
+        o.invite = true; // the options that matter: --data-dir and --public-host
+        args.erase(args.begin() + 1);
+    }
 
     CLI::App p("Where a Rookery swarm meets: registers volunteers, signs their certificates, forms\n"
                "clusters, assigns pipeline stages, data shards and averaging rings, and re-plans as\n"
@@ -81,7 +88,8 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     cli::configure(p);
     p.add_option("--data-dir", dataDir, "where the swarm CA, keys and database live")->type_name("DIR");
     p.add_option("--swarm", s.swarmName, "the swarm's name (its CA's name)")->type_name("NAME");
-    p.add_option("--bind", s.bindAddress, "address to listen on")->type_name("ADDRESS");
+    p.add_option("--bind", s.bindAddress, "listen on this address only (default: every interface, IPv4 and IPv6)")
+        ->type_name("ADDRESS");
     p.add_option("--public-host", s.publicHost,
                  "host name in the printed address (default: --bind, or this machine's name)")
         ->type_name("HOST");
@@ -95,17 +103,24 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
                         "volunteers (pipeline stages) per cluster; 0: the planner decides");
     cli::addWholeNumber(p, "--max-nodes", s.maxNodes, 1, 1'000'000, "N", "most node links at once");
     cli::addWholeNumber(p, "--io-threads", s.ioThreads, 1, 64, "N", "network threads");
+    int64_t reachabilitySeconds = s.reachabilityTimeout.count() / 1000;
+    cli::addWholeNumber(p, "--reachability-timeout", reachabilitySeconds, 0, 600, "S",
+                        "dial each volunteer back for up to S seconds to learn whether peers can reach it (0: "
+                        "never)");
     p.add_flag("--quiet", o.quiet, "log warnings and errors only");
     p.footer("Examples:\n"
              "  rookery-coordinator                                 MLP, SGD, ports 7400 and 7401\n"
              "  rookery-coordinator --model cnn --optimizer adamw --lr 0.001 --steps 20000\n"
-             "  rookery-coordinator --bind 127.0.0.1 --port 0 --status-port 0   (a local test swarm)\n\n"
+             "  rookery-coordinator --bind 127.0.0.1 --port 0 --status-port 0   (a local test swarm)\n"
+             "  rookery-coordinator invite --data-dir DIR [--public-host HOST]\n"
+             "      print the join string of the coordinator running with DIR, for volunteers to paste\n\n"
              "Restarting with the same run settings resumes the run: nodes reconnect and keep\n"
              "their assignments. Ctrl-C or SIGTERM stops it cleanly.\n"
              "Exit status: 0 stopped, 1 error, 2 bad command line.");
-    if (cli::parse(p, argc, argv) != cli::Outcome::Run)
+    if (cli::parse(p, int(args.size()), args.data()) != cli::Outcome::Run)
         return false;
     s.dataDir = dataDir;
+    s.reachabilityTimeout = std::chrono::seconds(reachabilitySeconds);
     s.heartbeatInterval = ms(timing.heartbeat);
     s.heartbeatTimeout = ms(timing.timeout);
     s.rejoinGrace = ms(timing.rejoinGrace);

@@ -9,6 +9,7 @@
 #include "app/coordinator/coordinator_cli.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/coord/join_address.h"
 
 namespace {
 
@@ -37,6 +38,15 @@ int main(int argc, char **argv)
     } catch (const Error &e) {
         std::fprintf(stderr, "rookery-coordinator: %s\n", e.what());
         return 2;
+    }
+    if (options.invite) {
+        try {
+            std::printf("%s\n", coord::readJoinAddress(options.settings.dataDir, options.settings.publicHost).c_str());
+            return 0;
+        } catch (const Error &e) {
+            std::fprintf(stderr, "rookery-coordinator invite: %s\n", e.what());
+            return 1;
+        }
     }
     if (options.quiet)
         log::setMinimumLevel(log::Level::Warning);

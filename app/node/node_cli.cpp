@@ -27,7 +27,12 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
         ->type_name("ADDRESS");
     p.add_option("--name", o.name, "swarm: this node's name, as others see it (default: a nickname made from its key)")
         ->type_name("NAME");
-    p.add_option("--bind", o.bind, "swarm: the IPv4 address peers reach this node at")->type_name("HOST");
+    p.add_option("--bind", o.bind, "swarm: listen for peers on this address only (default: every interface)")
+        ->type_name("ADDRESS");
+    p.add_option("--public-address", o.publicAddress,
+                 "swarm: the address peers reach this node at, when the coordinator cannot see it (a forwarded "
+                 "port, a public IPv6 address); default: the address its connection comes from")
+        ->type_name("HOST[:PORT]");
     cli::addWholeNumber(p, "--port", o.port, 0, 65535, "N",
                         "swarm: the port peers reach this node at (0: any free port)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
@@ -93,7 +98,7 @@ void checkCombinations(const CLI::App &p, const NodeOptions &o)
     if (!o.join.empty() && o.profile)
         throw Error("--profile and --join do not go together");
     if (o.join.empty())
-        for (const char *swarmOnly : {"--name", "--bind", "--port", "--stay", "--status-port"})
+        for (const char *swarmOnly : {"--name", "--bind", "--public-address", "--port", "--stay", "--status-port"})
             if (p.count(swarmOnly))
                 throw Error(std::string(swarmOnly) + " goes with --join");
 }

@@ -14,12 +14,13 @@ struct NodeOptions
     std::string dataDir;
     std::string datasetDir;
     bool quiet = false;
-    bool profile = false;   ///< print the capability profile and exit
-    bool json = false;      ///< ... as JSON
-    bool remeasure = false; ///< ... measured now rather than from the cache
-    std::string join;       ///< coordinator address: swarm mode
-    std::string name;       ///< swarm: this node's name for people
-    std::string bind = "127.0.0.1";
+    bool profile = false;      ///< print the capability profile and exit
+    bool json = false;         ///< ... as JSON
+    bool remeasure = false;    ///< ... measured now rather than from the cache
+    std::string join;          ///< coordinator address: swarm mode
+    std::string name;          ///< swarm: this node's name for people
+    std::string bind;          ///< "": every interface, IPv4 and IPv6
+    std::string publicAddress; ///< "": the address the coordinator sees
     int port = 0;
     bool stay = false;      ///< swarm: stay in the swarm after the run is complete
     int statusPort = 0;     ///< swarm: the coordinator's status API port; 0: the coordinator's + 1

@@ -70,7 +70,8 @@ void TrainingEngine::start(ResultCallback done)
             return;
         }
         m_snapshot.running = true;
-        m_snapshot.assignment = {"local", "this computer", 1, 3, 1, 3, "middle", {"Linear(512->512)", "ReLU"}, "mlp"};
+        m_snapshot.assignment = {"local", "this computer", 1, 3, 1, 3, "middle", {"Linear(512->512)", "ReLU"},
+                                 "mlp",   "direct",        ""};
         m_snapshot.governor.state = "running";
         addSwarm(m_snapshot);
         ++m_snapshot.sequence;

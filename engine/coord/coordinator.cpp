@@ -15,8 +15,10 @@
 #include "engine/common/wall_clock.h"
 #include "engine/coord/coordinator_impl.h"
 #include "engine/coord/coordinator_metrics.h"
+#include "engine/coord/join_address.h"
 #include "engine/coord/registration_check.h"
 #include "engine/coord/wire_convert.h"
+#include "engine/net/tcp_listen.h"
 
 namespace rookery::coord {
 namespace {
@@ -26,7 +28,7 @@ std::string hostForAddress(const CoordinatorSettings &s)
     std::string host = s.publicHost;
     if (host.empty()) {
         host = s.bindAddress;
-        if (host == "0.0.0.0" || host == "::") {
+        if (net::isWildcardHost(host)) {
             char name[256] = {};
             host = gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "127.0.0.1";
         }
@@ -60,6 +62,10 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
         republish = true;
     };
     hooks.changed = [this] { ++statusVersion; };
+    hooks.probe = [this](const std::string &id, const std::string &address) {
+        if (probe) // made in start(); none while the stored run is restored
+            probe->check(id, address);
+    };
     restore(stored); // settles run.runId
     rc.runId = run.runId;
     rc.run = toWire(run);
@@ -85,6 +91,17 @@ void Coordinator::Impl::start()
     events.opened = [r](const std::shared_ptr<net::Link> &l) { r->opened(l); };
     events.message = [r](const std::shared_ptr<net::Link> &l, net::Message &&m) { r->message(l, std::move(m)); };
     events.closed = [r](const std::shared_ptr<net::Link> &l, const net::CloseInfo &) { r->closed(l); };
+    if (settings.reachabilityTimeout.count() > 0) {
+        ReachabilityProbeConfig pc;
+        pc.credentials = lc.credentials;
+        pc.link.role = net::NodeRole::Coordinator;
+        pc.link.nodeId = identity.key.nodeId();
+        pc.timeout = settings.reachabilityTimeout;
+        probe = std::make_unique<ReachabilityProbe>(
+            *net, pc, [r](const std::string &id, const std::string &address, bool reachable, const std::string &note) {
+                r->setReachability(id, address, reachable, note);
+            });
+    }
     listener = std::make_unique<net::Listener>(*net, lc, events);
     StatusServerConfig sc;
     sc.bindAddress = settings.bindAddress;
@@ -117,6 +134,7 @@ void Coordinator::Impl::stop()
     inboxWake.notify_all();
     if (worker.joinable())
         worker.join();
+    probe.reset(); // closes the checks in flight
     if (net)
         net->stop();
     store.saveMetrics(registry->takeMetrics(nowMs()));
@@ -137,6 +155,8 @@ void Coordinator::Impl::work()
         try {
             const auto now = Clock::now();
             registry->tick(now);
+            if (probe)
+                probe->tick(now);
             maybePlan(now);
             trimMemory(now);
             if (now >= nextMetrics) {
@@ -188,6 +208,11 @@ Coordinator::Coordinator(CoordinatorSettings settings)
     : m(std::make_unique<Impl>(std::move(settings)))
 {
     m->start();
+    try {
+        writeJoinAddress(m->settings.dataDir, coordinatorAddress());
+    } catch (const Error &e) {
+        log::warning(kArea, std::string(e.what()) + ": `rookery-coordinator invite` will not find the address");
+    }
     log::info(kArea, "coordinator of swarm '" + m->settings.swarmName + "' at " + address() + "; status at https://" +
                          m->host + ":" + std::to_string(statusPort()) + "/v1/status; run " + m->run.runId + " (" +
                          m->run.model.name + ")");

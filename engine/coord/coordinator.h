@@ -20,7 +20,7 @@ struct CoordinatorSettings
 {
     std::filesystem::path dataDir;     ///< CA, keys, certificate and rookery.db live here
     std::string swarmName = "rookery"; ///< the CA's name
-    std::string bindAddress = "0.0.0.0";
+    std::string bindAddress;           ///< "": every interface, IPv4 and IPv6
     /// The host in the printed address; empty: the bind address, or this machine's
     /// host name when binding to every interface.
     std::string publicHost;
@@ -55,6 +55,9 @@ struct CoordinatorSettings
     std::chrono::milliseconds joinSettle{500};
     std::chrono::milliseconds joinMaxWait{30'000};
     double joinGrowth = 2.0;
+    /// Dial each node back at registration to learn whether peers can reach it
+    /// (ReachabilityProbe); give up after this long. 0: never check.
+    std::chrono::milliseconds reachabilityTimeout{20'000};
     std::chrono::milliseconds statusFeedInterval{1000};
     std::chrono::milliseconds metricsInterval{10'000}; ///< how often node figures are written to the database
     std::chrono::hours metricsRetention{24 * 7};

@@ -19,6 +19,7 @@
 #include "engine/coord/coordinator_store.h"
 #include "engine/coord/node_registry.h"
 #include "engine/coord/plan_state.h"
+#include "engine/coord/reachability_probe.h"
 #include "engine/coord/status_json.h"
 #include "engine/coord/status_server.h"
 #include "engine/net/listener.h"
@@ -118,6 +119,7 @@ struct Coordinator::Impl
     std::unique_ptr<net::NetContext> net;
     std::unique_ptr<net::Listener> listener;
     std::unique_ptr<StatusServer> status;
+    std::unique_ptr<ReachabilityProbe> probe; ///< null when reachability is not checked
     std::thread worker;
     std::string host;
     bool stopped = false;

@@ -40,6 +40,21 @@ Presence presenceFromName(std::string_view name)
     return Presence::Gone;
 }
 
+std::string_view reachabilityName(Reachability r)
+{
+    switch (r) {
+    case Reachability::Unknown:
+        return "unknown";
+    case Reachability::Checking:
+        return "checking";
+    case Reachability::Direct:
+        return "direct";
+    case Reachability::Unreachable:
+        return "unreachable";
+    }
+    return "?";
+}
+
 void NodeRegistry::Outbox::flush()
 {
     for (auto &[link, item] : sends) {
@@ -143,6 +158,25 @@ void NodeRegistry::publish(const std::map<std::string, Assignment> &changed)
     out.flush();
 }
 
+void NodeRegistry::setReachability(const std::string &nodeId, const std::string &address, bool reachable,
+                                   const std::string &note)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        const auto it = m_nodes.find(nodeId);
+        if (it == m_nodes.end() || it->second->listenAddress != address)
+            return; // it moved since: a newer check is under way
+        Record &r = *it->second;
+        r.reachability = reachable ? Reachability::Direct : Reachability::Unreachable;
+        r.reachabilityNote = note;
+        if (reachable)
+            log::info(kArea, "node " + shortId(nodeId) + " '" + r.name + "': " + note);
+        else
+            log::warning(kArea, "node " + shortId(nodeId) + " '" + r.name + "': " + note);
+    }
+    m_hooks.changed();
+}
+
 std::map<std::string, std::string> NodeRegistry::addresses() const
 {
     std::lock_guard lock(m_mutex);
@@ -175,9 +209,9 @@ std::vector<NodeStatus> NodeRegistry::snapshot() const
         const int64_t ago = r->presence == Presence::Online
                                 ? std::chrono::duration_cast<std::chrono::milliseconds>(now - r->lastSeen).count()
                                 : std::max<int64_t>(0, nowMs() - r->lastSeenMs);
-        out.push_back({id, r->name, r->listenAddress, r->software, r->presence, r->capacity, r->assumedBandwidth,
-                       a.state, a.version, a.cluster, a.stage, a.firstLayer, a.lastLayer, r->report, ago,
-                       r->heartbeats});
+        out.push_back({id, r->name, r->listenAddress, r->software, r->presence, r->reachability, r->reachabilityNote,
+                       r->capacity, r->assumedBandwidth, a.state, a.version, a.cluster, a.stage, a.firstLayer,
+                       a.lastLayer, r->report, ago, r->heartbeats});
     }
     return out;
 }

@@ -29,6 +29,16 @@ enum class Presence {
 std::string_view presenceName(Presence presence);
 Presence presenceFromName(std::string_view name);
 
+/// Whether peers can dial a node at its advertised address (ReachabilityProbe).
+enum class Reachability {
+    Unknown,     ///< not checked since it registered (or since the coordinator restarted)
+    Checking,    ///< a check is under way
+    Direct,      ///< the coordinator dialled it and completed the handshake
+    Unreachable, ///< no handshake within the check's time (behind NAT, firewalled, wrong address)
+};
+
+std::string_view reachabilityName(Reachability reachability);
+
 /// Timeouts and the run every node receives.
 struct RegistryConfig
 {
@@ -49,6 +59,8 @@ struct NodeStatus
     std::string address;
     std::string software;
     Presence presence = Presence::Online;
+    Reachability reachability = Reachability::Unknown;
+    std::string reachabilityNote; ///< why, in words, once checked
     swarm::Capacity capacity;
     bool assumedBandwidth = false;
     AssignmentState state = AssignmentState::Waiting;
@@ -78,6 +90,9 @@ struct RegistryHooks
     std::function<void(const std::string &nodeId)> leave;
     std::function<void()> addressesChanged;
     std::function<void()> changed; ///< anything the status API shows, besides metrics
+    /// Check that peers can dial the node at `address` (each registration); the verdict
+    /// comes back through setReachability().
+    std::function<void(const std::string &nodeId, const std::string &address)> probe;
 };
 
 /// The coordinator's membership: registers nodes (checking replays, issuing their
@@ -109,6 +124,9 @@ public:
     /// The planner's new assignments: each gets the node's next version, is stored and
     /// pushed to the node if it is online.
     void publish(const std::map<std::string, Assignment> &changed);
+    /// A reachability check's verdict; ignored when the node moved since it began.
+    void setReachability(const std::string &nodeId, const std::string &address, bool reachable,
+                         const std::string &note);
     /// Peer addresses of every node, by id.
     std::map<std::string, std::string> addresses() const;
     /// The latest report of every online node that sent one since the last call.

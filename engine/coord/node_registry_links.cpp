@@ -129,6 +129,11 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
     } else if (moved) {
         m_hooks.addressesChanged();
     }
+    if (m_hooks.probe) { // every registration: the node's network may have changed since
+        rec.reachability = Reachability::Checking;
+        rec.reachabilityNote.clear();
+        m_hooks.probe(nodeId, rec.listenAddress);
+    }
     m_hooks.changed();
     ++m_counters.registrations;
     log::info(kArea, std::string(fresh ? "registered" : "re-registered") + " node " + shortId(nodeId) + " '" +

@@ -43,6 +43,8 @@ struct NodeRegistry::Record
     swarm::Capacity capacity;
     bool assumedBandwidth = false;
     Presence presence = Presence::Online;
+    Reachability reachability = Reachability::Unknown;
+    std::string reachabilityNote;
     std::weak_ptr<net::Link> link;
     Clock::time_point lastSeen, graceUntil, lastPush;
     int64_t firstSeenMs = 0, lastSeenMs = 0;

@@ -35,6 +35,7 @@ json nodeJson(const NodeStatus &n)
               {"address", n.address},
               {"software", n.software},
               {"presence", presenceName(n.presence)},
+              {"reachability", reachabilityName(n.reachability)},
               {"state", assignmentStateName(n.state)},
               {"activity", nodeActivityName(n.report.activity)},
               {"assignment_version", n.assignmentVersion},
@@ -50,6 +51,8 @@ json nodeJson(const NodeStatus &n)
               {"memory_bytes", n.capacity.memoryBytes},
               {"upload_bytes_per_second", n.capacity.bandwidthBytesPerSecond},
               {"upload_assumed", n.assumedBandwidth}};
+    if (!n.reachabilityNote.empty())
+        j["reachability_note"] = n.reachabilityNote;
     if (n.state == AssignmentState::Training) {
         j["stage"] = n.stage;
         j["first_layer"] = n.firstLayer;
@@ -154,13 +157,16 @@ std::string statusJson(const StatusInputs &in)
                              {"to", r.members[(i + 1) % r.members.size()]}});
         }
     }
-    size_t online = 0;
+    size_t online = 0, direct = 0, unreachable = 0;
     for (const auto &n : in.nodes) {
         nodes.push_back(nodeJson(n));
         online += n.presence == Presence::Online;
+        direct += n.reachability == Reachability::Direct;
+        unreachable += n.reachability == Reachability::Unreachable;
     }
     const json doc = {{"swarm", in.swarm},
                       {"coordinator", in.address},
+                      {"join", in.address}, // what volunteers paste: the address and its pin
                       {"time_ms", in.timeMs},
                       {"uptime_ms", in.uptimeMs},
                       {"run", runJson(in.run)},
@@ -178,6 +184,8 @@ std::string statusJson(const StatusInputs &in)
                       {"counts",
                        {{"nodes", in.nodes.size()},
                         {"online", online},
+                        {"reachable", direct},
+                        {"unreachable", unreachable},
                         {"registrations", in.counters.registrations},
                         {"refusals", in.counters.refusals},
                         {"heartbeats", in.counters.heartbeats},

@@ -37,6 +37,10 @@ struct AssignmentView
     std::string role;                ///< "root", "middle", "leaf", "whole model"
     std::vector<std::string> layers; ///< "Linear(784->512)", ...
     std::string model;               ///< the model's name: "mlp", "cnn"
+    /// Whether peers can dial this node, as the coordinator found: "" (not known),
+    /// "checking", "direct", "unreachable"; and why, in words.
+    std::string reachability;
+    std::string reachabilityNote;
     bool operator==(const AssignmentView &) const = default;
 };
 

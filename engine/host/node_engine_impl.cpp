@@ -359,6 +359,8 @@ void NodeEngine::Impl::beginSwarm(const std::string &address, int demoNodes, Res
         demo.coordinatorArgs.insert(demo.coordinatorArgs.end(), {"--expect-nodes", std::to_string(demoNodes)});
         demo.nodeArgs = settings.demo.nodeArgs;
         js.demo = std::move(demo);
+        js.node.bindAddress = "127.0.0.1"; // the demo's traffic never leaves this machine
+        js.node.publicAddress.clear();
     }
     js.statusPort = settings.statusPort;
     js.console = settings.console;

@@ -184,7 +184,11 @@ std::string SwarmJob::supervise(launcher::SwarmLauncher *swarm, bool &failed)
             }
         }
     }
-    m_nodeThread.join(); // after a stop request: the node saves a checkpoint, then returns
+    // After a stop request the node saves a checkpoint, then returns. The demo swarm's
+    // processes print all the while: a pipe nobody drains would block them mid-line.
+    while (swarm && !m_nodeDone)
+        swarm->poll(std::chrono::milliseconds(200));
+    m_nodeThread.join();
     std::lock_guard lock(m_mutex);
     if (!m_nodeError.empty()) {
         failed = true;
@@ -210,8 +214,20 @@ std::unique_ptr<SwarmStatusFeed> SwarmJob::startStatusFeed()
     s.interval = m_settings.statusInterval;
     SwarmStatusFeed::Callbacks cb; // the engine lists the checkpoints itself
     cb.swarm = [this](const SwarmStatusView &view) {
-        std::lock_guard lock(m_mutex);
-        m_status = view;
+        std::string said;
+        {
+            std::lock_guard lock(m_mutex);
+            const std::string before = m_status ? m_status->self.reachability : std::string();
+            m_status = view;
+            if (view.self.reachability != before && !view.self.reachabilityNote.empty())
+                said = view.self.reachability;
+        }
+        // Said once per change, loudly when peers cannot dial in: the node's pipeline
+        // links then wait for ever, which looks like a stalled swarm.
+        if (said == "direct")
+            say(Level::Info, "swarm", "the coordinator reached this node: " + view.self.reachabilityNote);
+        else if (said == "unreachable")
+            say(Level::Warning, "swarm", "this node is not reachable: " + view.self.reachabilityNote);
     };
     cb.problem = [this](const std::string &problem) { // once per kind of failure
         if (!problem.empty())

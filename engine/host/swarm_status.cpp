@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <boost/asio/connect.hpp>
@@ -81,6 +82,10 @@ SwarmStatusView parseSwarmStatus(std::string_view text, const std::string &selfI
             p.state = peerState(n);
             p.samplesPerSecond = n.value("samples_per_second", 0.0);
             p.self = p.id == selfId;
+            if (p.self) {
+                view.self.reachability = n.value("reachability", "");
+                view.self.reachabilityNote = n.value("reachability_note", "");
+            }
             if (p.self && p.cluster >= 0 && p.stage >= 0) {
                 auto &a = view.self;
                 a.cluster = p.cluster;
@@ -113,34 +118,58 @@ std::string fetchSwarmStatus(const std::string &host, uint16_t port, const std::
                              std::chrono::milliseconds timeout)
 {
     const std::string where = "the coordinator's status at " + host + ":" + std::to_string(port);
-    try {
-        asio::io_context ioc;
-        const auto tls = net::makeTlsContext({}, false);
-        beast::ssl_stream<beast::tcp_stream> stream(ioc, *tls);
-        stream.set_verify_mode(asio::ssl::verify_none); // the pin below is the check
-        SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());
-        auto &tcp = beast::get_lowest_layer(stream);
-        tcp.expires_after(timeout);
-        asio::ip::tcp::resolver resolver(ioc);
-        tcp.connect(resolver.resolve(host, std::to_string(port)));
-        stream.handshake(asio::ssl::stream_base::client);
-        X509 *cert = SSL_get0_peer_certificate(stream.native_handle());
-        if (!cert || net::ossl::certFingerprint(cert) != pin)
-            throw Error(where + " presented a certificate other than the one its address pins");
-        http::request<http::empty_body> request{http::verb::get, "/v1/status", 11};
-        request.set(http::field::host, host);
-        http::write(stream, request);
-        beast::flat_buffer buffer;
-        http::response<http::string_body> response;
-        http::read(stream, buffer, response);
-        if (response.result() != http::status::ok)
-            throw Error(where + " answered " + std::to_string(response.result_int()));
-        beast::error_code ignored;
-        tcp.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-        return response.body();
-    } catch (const boost::system::system_error &e) {
-        throw Error("cannot read " + where + ": " + e.code().message());
-    }
+    asio::io_context ioc;
+    const auto tls = net::makeTlsContext({}, false);
+    beast::ssl_stream<beast::tcp_stream> stream(ioc, *tls);
+    stream.set_verify_mode(asio::ssl::verify_none); // the pin below is the check
+    SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());
+    beast::error_code ec;
+    asio::ip::tcp::resolver resolver(ioc);
+    const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
+    if (ec)
+        throw Error("cannot read " + where + ": " + ec.message());
+    // Beast applies a stream's deadline to asynchronous operations only: a synchronous
+    // read from a coordinator that accepts and then says nothing would wait for ever.
+    // One deadline covers connecting, the handshake, the request and the answer.
+    auto &tcp = beast::get_lowest_layer(stream);
+    tcp.expires_after(timeout);
+    http::request<http::empty_body> request{http::verb::get, "/v1/status", 11};
+    request.set(http::field::host, host);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    std::optional<std::string> failure;
+    bool answered = false;
+    auto fail = [&failure](const std::string &why) { failure = why; };
+    tcp.async_connect(endpoints, [&](beast::error_code connectError, const asio::ip::tcp::endpoint &) {
+        if (connectError)
+            return fail(connectError.message());
+        stream.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code handshakeError) {
+            if (handshakeError)
+                return fail(handshakeError.message());
+            X509 *cert = SSL_get0_peer_certificate(stream.native_handle());
+            if (!cert || net::ossl::certFingerprint(cert) != pin)
+                return fail("it presented a certificate other than the one its address pins");
+            http::async_write(stream, request, [&](beast::error_code writeError, size_t) {
+                if (writeError)
+                    return fail(writeError.message());
+                http::async_read(stream, buffer, parser, [&](beast::error_code readError, size_t) {
+                    if (readError)
+                        return fail(readError.message());
+                    answered = true;
+                });
+            });
+        });
+    });
+    ioc.run_for(timeout + std::chrono::seconds(1)); // the stream's deadline ends it first
+    if (failure)
+        throw Error("cannot read " + where + ": " + *failure);
+    if (!answered)
+        throw Error("cannot read " + where + ": no answer within " + std::to_string(timeout.count()) + " ms");
+    const auto &response = parser.get();
+    if (response.result() != http::status::ok)
+        throw Error(where + " answered " + std::to_string(response.result_int()));
+    tcp.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    return response.body();
 }
 
 struct SwarmStatusFeed::Impl

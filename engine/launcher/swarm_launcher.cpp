@@ -263,6 +263,8 @@ void SwarmLauncher::start(std::chrono::seconds timeout)
                   d->address,
                   "--name",
                   "node-" + std::to_string(i + 1),
+                  "--bind",
+                  "127.0.0.1", // the demo's traffic never leaves this machine
                   "--data-dir",
                   (s.workDir / ("node-" + std::to_string(i + 1))).string()};
         if (!s.datasetDir.empty())

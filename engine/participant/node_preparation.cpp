@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/node_preparation.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <boost/asio/io_context.hpp>
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
 #include "engine/device/profile_service.h"
 #include "engine/net/nickname.h"
+#include "engine/net/tcp_listen.h"
 
 namespace rookery::participant {
 namespace {
@@ -23,30 +22,17 @@ namespace {
 // registration brings) exists. `preferred` first, when it is free.
 uint16_t freePort(const std::string &host, uint16_t preferred)
 {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        throw Error("cannot open a socket to find a free port");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = 0;
-    if (::inet_pton(AF_INET, host == "0.0.0.0" ? "0.0.0.0" : host.c_str(), &addr.sin_addr) != 1) {
-        ::close(fd);
-        throw Error("--bind '" + host + "' is not an IPv4 address");
+    boost::asio::io_context ioc;
+    const auto address = net::bindAddress(host, "listen for peers"); // throws for a bad --bind
+    if (preferred != 0) {
+        boost::asio::ip::tcp::acceptor probe(ioc);
+        try {
+            return net::listenOn(probe, {address, preferred}, "listen for peers");
+        } catch (const Error &) { // taken since the last run: any free port will do
+        }
     }
-    socklen_t len = sizeof addr;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); // as the listener will
-    addr.sin_port = htons(preferred);
-    bool bound = preferred != 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
-    if (!bound) {
-        addr.sin_port = 0;
-        bound = ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
-    }
-    const bool ok = bound && ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0;
-    ::close(fd);
-    if (!ok)
-        throw Error("cannot bind to " + host + " to find a free port for peers");
-    return ntohs(addr.sin_port);
+    boost::asio::ip::tcp::acceptor probe(ioc);
+    return net::listenOn(probe, {address, 0}, "listen for peers");
 }
 
 // A port number kept in a file of the data directory; 0 when missing or unreadable.
@@ -67,7 +53,55 @@ void writeSmallNumber(const std::filesystem::path &path, uint64_t value)
         log::warning("node", "cannot write " + path.string() + "; a restart will listen on another port");
 }
 
+// "[v6]" for an IPv6 host, as addresses write it.
+std::string bracketed(const std::string &host)
+{
+    return host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
+}
+
 } // namespace
+
+std::string advertisedAddress(const std::string &bindAddress, const std::string &publicAddress, uint16_t port)
+{
+    if (publicAddress.empty())
+        return (net::isWildcardHost(bindAddress) ? std::string() : bracketed(bindAddress)) + ":" + std::to_string(port);
+    const auto bad = [&](const std::string &why) {
+        return Error("--public-address '" + publicAddress + "' " + why +
+                     " (give a host name or IP address, optionally with :PORT)");
+    };
+    std::string host = publicAddress, portText;
+    if (host.front() == '[') { // [v6] or [v6]:port
+        const auto close = host.find(']');
+        if (close == std::string::npos || (close + 1 < host.size() && host[close + 1] != ':'))
+            throw bad("is not host or host:port");
+        portText = close + 1 < host.size() ? host.substr(close + 2) : "";
+        host = host.substr(0, close + 1);
+    } else if (std::count(host.begin(), host.end(), ':') == 1) {
+        portText = host.substr(host.find(':') + 1);
+        host = host.substr(0, host.find(':'));
+    } else if (host.find(':') != std::string::npos) {
+        host = "[" + host + "]"; // a bare IPv6 address
+    }
+    if (host.empty() || host == "[]" || net::isWildcardHost(host))
+        throw bad("has no host");
+    for (char c : host)
+        if (static_cast<unsigned char>(c) <= ' ' || c == '/' || c == '#' || c == '@' || c == '?')
+            throw bad("has a character no host name has");
+    if (!publicAddress.empty() && publicAddress.back() == ':')
+        throw bad("has an empty port");
+    if (!portText.empty()) {
+        unsigned value = 0;
+        for (char c : portText) {
+            if (c < '0' || c > '9' || value > 65535)
+                throw bad("has a bad port '" + portText + "'");
+            value = value * 10 + unsigned(c - '0');
+        }
+        if (value < 1 || value > 65535)
+            throw bad("has a port outside 1-65535");
+        return host + ":" + portText;
+    }
+    return host + ":" + std::to_string(port);
+}
 
 PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
 {
@@ -92,7 +126,8 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
                         std::move(test),
                         std::move(checkpoints),
                         device::toJson(profile.profile),
-                        port};
+                        port,
+                        advertisedAddress(s.bindAddress, s.publicAddress, port)};
 }
 
 } // namespace rookery::participant

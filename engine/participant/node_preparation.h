@@ -26,7 +26,16 @@ struct PreparedNode
     std::unique_ptr<store::CheckpointStore> checkpoints;
     std::string profileJson; ///< the capability profile, as the coordinator reads it
     uint16_t port = 0;       ///< where this node listens for its peers
+    std::string advertised;  ///< what it tells the coordinator: advertisedAddress()
 };
+
+/// The listening address a node tells the coordinator, as "host:port":
+/// - `publicAddress` "host:port" as given, or "host" with the listening port;
+/// - else the bind address with the listening port;
+/// - else, bound to every interface, ":port": the coordinator fills in the address the
+///   node's connection came from.
+/// Throws rookery::Error naming a `publicAddress` that is not host or host:port.
+std::string advertisedAddress(const std::string &bindAddress, const std::string &publicAddress, uint16_t port);
 
 /// Checks the coordinator address, makes the data directory private, loads or makes
 /// the identity key, loads Fashion-MNIST (train and test), opens the checkpoint

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/peer_mesh.h"
 
-#include <charconv>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -10,6 +9,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/net/dialer.h"
+#include "engine/net/host_port.h"
 #include "engine/net/listener.h"
 
 namespace rookery::participant {
@@ -83,6 +83,11 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     void onOpened(const std::shared_ptr<net::Link> &link)
     {
         const std::string peer = link->peer().nodeId;
+        if (link->peer().role == net::NodeRole::Coordinator) { // it checks that peers can dial us
+            log::info("mesh", "the coordinator reached this node at its advertised address: peers can dial it");
+            link->close("reachability check done");
+            return;
+        }
         {
             std::lock_guard lock(mutex);
             if (!wanted.count(peer)) {
@@ -123,22 +128,6 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
         }
     }
 };
-
-std::pair<std::string, uint16_t> splitHostPort(const std::string &address)
-{
-    const auto colon = address.rfind(':');
-    if (colon == std::string::npos || colon + 1 >= address.size())
-        throw Error("peer address '" + address + "' is not host:port");
-    std::string host = address.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    unsigned port = 0;
-    const char *begin = address.data() + colon + 1, *end = address.data() + address.size();
-    auto [p, ec] = std::from_chars(begin, end, port);
-    if (ec != std::errc() || p != end || port == 0 || port > 65535 || host.empty())
-        throw Error("peer address '" + address + "' is not host:port");
-    return {host, uint16_t(port)};
-}
 
 PeerMesh::PeerMesh(net::NetContext &context, Config config, Events events)
     : m(std::make_shared<State>(context))
@@ -186,7 +175,7 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &peers)
     std::vector<std::pair<PeerAddress, std::pair<std::string, uint16_t>>> toDial;
     for (const auto &p : peers)
         if (m->config.nodeId < p.nodeId)
-            toDial.push_back({p, splitHostPort(p.address)}); // validate before changing anything
+            toDial.push_back({p, net::splitHostPort(p.address)}); // validate before changing anything
     std::vector<std::shared_ptr<net::Link>> toClose;
     {
         std::lock_guard lock(m->mutex);

@@ -79,7 +79,4 @@ private:
     std::shared_ptr<State> m;
 };
 
-/// Splits "host:port" (IPv6 in brackets); throws rookery::Error naming the address.
-std::pair<std::string, uint16_t> splitHostPort(const std::string &address);
-
 } // namespace rookery::participant

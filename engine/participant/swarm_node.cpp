@@ -159,7 +159,7 @@ void NodeRun::join()
     coord::CoordinatorClientConfig cc;
     cc.address = address;
     cc.name = s.name;
-    cc.listenAddress = s.bindAddress + ":" + std::to_string(m_prepared.port);
+    cc.listenAddress = m_prepared.advertised;
     cc.profileJson = m_prepared.profileJson;
     m_client = std::make_unique<coord::CoordinatorClient>(m_net, cc, m_prepared.identity, coordinatorEvents());
     m_client->start();

@@ -24,8 +24,10 @@ struct SwarmNodeSettings
     std::string name;              ///< for people; default: the host name
     std::filesystem::path dataDir; ///< identity, profile cache, checkpoints
     std::filesystem::path datasetDir;
-    std::string bindAddress = "127.0.0.1"; ///< where peers reach this node
-    uint16_t port = 0;                     ///< 0: any free port
+    std::string bindAddress;   ///< where to listen for peers; "": every interface, IPv4 and IPv6
+    uint16_t port = 0;         ///< 0: any free port (the last run's, when still free)
+    std::string publicAddress; ///< "host" or "host:port" peers reach this node at; "": the
+                               ///< address the coordinator sees, with the listening port
     device::GovernorSettings governor;
     int64_t checkpointEvery = 50; ///< optimizer steps
     int keepCheckpoints = 3;

@@ -50,7 +50,25 @@ private Q_SLOTS:
         QCOMPARE(s.run.optimizer.kind, rookery::train::OptimizerKind::Sgd);
         QCOMPARE(s.run.seed, uint64_t(1));
         QCOMPARE(s.maxNodes, size_t(10'000));
-        QVERIFY(!o.quiet);
+        QVERIFY(s.bindAddress.empty()); // every interface, IPv4 and IPv6
+        QCOMPARE(s.reachabilityTimeout, std::chrono::milliseconds(20'000));
+        QVERIFY(!o.quiet && !o.invite);
+    }
+
+    // `invite` is a mode: it reads the running coordinator's data directory.
+    void inviteIsAModeWithItsDirectory()
+    {
+        CoordinatorOptions o;
+        const auto r = parse({"invite", "--data-dir", "/srv/rookery", "--public-host", "swarm.example.org"}, &o);
+        QVERIFY2(r.run, r.error.c_str());
+        QVERIFY(o.invite);
+        QCOMPARE(o.settings.dataDir, std::filesystem::path("/srv/rookery"));
+        QCOMPARE(o.settings.publicHost, std::string("swarm.example.org"));
+        CoordinatorOptions notInvite;
+        QVERIFY(parse({"--reachability-timeout", "0"}, &notInvite).run);
+        QVERIFY(!notInvite.invite);
+        QCOMPARE(notInvite.settings.reachabilityTimeout, std::chrono::milliseconds(0));
+        QVERIFY(!parse({"--data-dir", "x", "invite"}).run); // only as the first word
     }
 
     void readsEveryKindOfOption()

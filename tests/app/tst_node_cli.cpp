@@ -43,7 +43,8 @@ private Q_SLOTS:
         QCOMPARE(o.dataDir, rookery::defaultDataDir().string());
         QCOMPARE(o.local.dataDir, std::filesystem::path(o.dataDir));
         QCOMPARE(o.datasetDir, rookery::defaultFashionMnistDir().string());
-        QCOMPARE(o.bind, std::string("127.0.0.1"));
+        QVERIFY(o.bind.empty()); // every interface
+        QVERIFY(o.publicAddress.empty());
         QCOMPARE(o.port, 0);
         QVERIFY(o.join.empty() && !o.profile && !o.quiet && !o.noControl);
         QCOMPARE(o.local.governor.whenActive.cpuPercent, int64_t(100));
@@ -189,7 +190,7 @@ private Q_SLOTS:
                                         << "unknown option '--bogus' (try rookery-node --help)";
         QTest::newRow("stray word") << QStringList{"stray"} << "unexpected argument 'stray' (try rookery-node --help)";
         QTest::newRow("bad schedule") << QStringList{"--schedule", "bogus"} << "--schedule: ";
-        for (const char *swarmOnly : {"--name", "--bind", "--port", "--status-port"})
+        for (const char *swarmOnly : {"--name", "--bind", "--public-address", "--port", "--status-port"})
             QTest::newRow(swarmOnly) << QStringList{swarmOnly, "1"} << QString("%1 goes with --join").arg(swarmOnly);
         QTest::newRow("--stay") << QStringList{"--stay"} << "--stay goes with --join";
         QTest::newRow("json alone") << QStringList{"--json"} << "--json and --remeasure go with --profile";

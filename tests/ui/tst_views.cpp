@@ -45,7 +45,9 @@ host::EngineSnapshot swarmSnapshot()
     s.device.ramTotalBytes = int64_t(32) << 30;
     s.device.ramAvailableBytes = int64_t(20) << 30;
     s.device.gpus = {"Radeon 780M, 8 GiB"};
-    s.assignment = {"swarm", "wss://swarm.example.org:7443", 0, 2, 1, 2, "leaf", {"Linear(512->10)"}, "mlp"};
+    s.assignment = {
+        "swarm",       "wss://swarm.example.org:7443",          0, 2, 1, 2, "leaf", {"Linear(512->10)"}, "mlp",
+        "unreachable", "peers cannot dial it at 192.0.2.5:4100"};
     s.governor.state = "running";
     s.training = {1200, 3000, 0.42, 2345.6, 0.871, 95, 1.5};
     s.contribution = {64000, 1'234'567, 0.5, 12.25};
@@ -86,6 +88,8 @@ private Q_SLOTS:
         QCOMPARE(w->assignmentCard()->clusterLabel()->text(), QStringLiteral("1 of 2"));
         QCOMPARE(w->assignmentCard()->stageLabel()->text(), QStringLiteral("2 of 2"));
         QCOMPARE(w->assignmentCard()->layersLabel()->text(), QStringLiteral("Linear(512->10)"));
+        QCOMPARE(w->assignmentCard()->reachLabel()->text(),
+                 QStringLiteral("not directly: peers cannot dial it at 192.0.2.5:4100"));
         QCOMPARE(w->contributionCard()->samplesTotalLabel()->text(), QStringLiteral("1,234,567"));
         const QString progress = w->banner()->progressLabel()->text();
         QVERIFY2(progress.contains(QStringLiteral("step 1,200 of 3,000")), qPrintable(progress));

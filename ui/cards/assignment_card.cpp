@@ -15,7 +15,10 @@ AssignmentCard::AssignmentCard(QWidget *parent)
     , m_role(addRow(tr("Role")))
     , m_model(addRow(tr("Model")))
     , m_layers(addRow(tr("Layers")))
-{ }
+    , m_reach(addRow(tr("Peers reach it")))
+{
+    m_reach->setWordWrap(true);
+}
 
 void AssignmentCard::showAssignment(const host::AssignmentView &a)
 {
@@ -31,6 +34,14 @@ void AssignmentCard::showAssignment(const host::AssignmentView &a)
     for (const auto &l : a.layers)
         layers << toQString(l);
     m_layers->setText(layers.isEmpty() ? dash : layers.join(QStringLiteral(", ")));
+    QString reach = dash;
+    if (a.reachability == "direct")
+        reach = tr("directly");
+    else if (a.reachability == "checking")
+        reach = tr("checking…");
+    else if (a.reachability == "unreachable")
+        reach = tr("not directly: %1").arg(toQString(a.reachabilityNote));
+    m_reach->setText(reach);
 }
 
 } // namespace rookery::ui

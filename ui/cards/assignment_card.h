@@ -21,6 +21,7 @@ public:
     QLabel *stageLabel() const { return m_stage; }
     QLabel *clusterLabel() const { return m_cluster; }
     QLabel *layersLabel() const { return m_layers; }
+    QLabel *reachLabel() const { return m_reach; }
 
 private:
     QLabel *m_swarm;
@@ -29,6 +30,7 @@ private:
     QLabel *m_role;
     QLabel *m_model;
     QLabel *m_layers;
+    QLabel *m_reach; ///< whether peers can dial this node, as the coordinator found
 };
 
 } // namespace rookery::ui

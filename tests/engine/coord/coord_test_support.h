@@ -82,6 +82,7 @@ struct TestNode
     std::vector<coord::Assignment> updates;
     std::vector<std::string> errors;
     int connects = 0, disconnects = 0;
+    std::string listenAddress; ///< what it advertises; "": a port on every interface nobody listens on
 
     // The client goes first: its callbacks write to the members above, and the
     // coordinator may push an assignment to it while it is being torn down.
@@ -96,7 +97,8 @@ struct TestNode
         coord::CoordinatorClientConfig c;
         c.address = address;
         c.name = "node-" + identity.nodeId().substr(0, 6);
-        c.listenAddress = "0.0.0.0:" + std::to_string(7500 + (identity.nodeId()[0] % 100));
+        c.listenAddress =
+            listenAddress.empty() ? "0.0.0.0:" + std::to_string(7500 + (identity.nodeId()[0] % 100)) : listenAddress;
         c.profileJson = profile.empty() ? profileJson(gflops, memory) : profile;
         c.uploadBytesPerSecond = 100e6;
         c.initialBackoff = std::chrono::milliseconds(50);

@@ -10,6 +10,8 @@
 #include <optional>
 #include <thread>
 
+#include <boost/asio/ip/tcp.hpp>
+
 #include "engine/common/error.h"
 #include "engine/host/swarm_status.h"
 #include "tests/engine/coord/coord_test_support.h"
@@ -42,7 +44,8 @@ const char *const kStatus =
     "    {\"id\": \"d\", \"name\": \"dara\", \"presence\": \"lost\", \"activity\": \"training\", \"cluster\": 7, "
     "\"stage\": 1,"
     "     \"first_layer\": 2, \"last_layer\": 6, \"samples_per_second\": 380, \"loss\": 0.7},"
-    "    {\"id\": \"e\", \"name\": \"emil\", \"presence\": \"online\", \"activity\": \"waiting\", \"cluster\": -1}"
+    "    {\"id\": \"e\", \"name\": \"emil\", \"presence\": \"online\", \"activity\": \"waiting\", \"cluster\": -1,"
+    "     \"reachability\": \"unreachable\", \"reachability_note\": \"peers cannot dial it at 192.0.2.5:4100\"}"
     "  ]"
     "}";
 
@@ -74,7 +77,8 @@ private Q_SLOTS:
         QCOMPARE(a.layers, (std::vector<std::string>{"Flatten", "Linear(784->512)"}));
         QCOMPARE(a.model, std::string("mlp"));
         QCOMPARE(v.totalSteps, int64_t(5000));
-        QCOMPARE(v.clusterLoss, 0.61); // the leaf of its pipeline, basil
+        QCOMPARE(v.clusterLoss, 0.61);   // the leaf of its pipeline, basil
+        QVERIFY(a.reachability.empty()); // an older coordinator says nothing of it
     }
 
     void leafOfTheSecondCluster()
@@ -109,6 +113,9 @@ private Q_SLOTS:
         QCOMPARE(v.self.cluster, -1);
         QVERIFY(v.self.role.empty());
         QVERIFY(peer(v, "e") && peer(v, "e")->self); // it still sees itself
+        // Whether peers can dial it is known before it is placed.
+        QCOMPARE(v.self.reachability, std::string("unreachable"));
+        QCOMPARE(v.self.reachabilityNote, std::string("peers cannot dial it at 192.0.2.5:4100"));
     }
 
     void refusesWhatIsNotTheStatus()
@@ -168,6 +175,28 @@ private Q_SLOTS:
         QCOMPARE(problems.size(), size_t(1));
         QVERIFY2(problems[0].find("the peer graph shows this node only") != std::string::npos, problems[0].c_str());
         QVERIFY(!swarm);
+    }
+
+    // A coordinator that accepts the connection and then says nothing (asleep, or
+    // hostile) costs the reader its timeout, not its thread.
+    void aSilentCoordinatorTimesOut()
+    {
+        boost::asio::io_context ioc;
+        boost::asio::ip::tcp::acceptor acceptor(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+        const uint16_t port = acceptor.local_endpoint().port();
+        boost::asio::ip::tcp::socket held(ioc);
+        std::thread silent([&] { acceptor.accept(held); }); // accepts, then never writes
+        const auto started = std::chrono::steady_clock::now();
+        std::string error;
+        try {
+            host::fetchSwarmStatus("127.0.0.1", port, std::string(64, '0'), std::chrono::milliseconds(300));
+        } catch (const Error &e) {
+            error = e.what();
+        }
+        const auto took = std::chrono::steady_clock::now() - started;
+        silent.join();
+        QVERIFY2(error.find("cannot read the coordinator's status at 127.0.0.1:") == 0, error.c_str());
+        QVERIFY2(took < std::chrono::seconds(5), "a silent coordinator held the reader past its deadline");
     }
 };
 

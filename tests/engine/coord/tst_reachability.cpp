@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Whether peers can dial a volunteer: at registration the coordinator dials the address
+// the node advertises and completes a mutual-TLS handshake with the node's own
+// certificate, as a peer would; the status API reports the verdict. Loopback only.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "engine/coord/coordinator.h"
+#include "engine/net/listener.h"
+#include "tests/engine/coord/coord_test_support.h"
+#include "tests/engine/net/link_test_support.h"
+
+using namespace rookery;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A loopback port that was free a moment ago.
+uint16_t freeLoopbackPort()
+{
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    return a.local_endpoint().port();
+}
+
+struct Verdict
+{
+    QString reachability, note;
+};
+
+Verdict verdictOf(const coord::Coordinator &c, const std::string &nodeId)
+{
+    const auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(c.statusJson())).object();
+    for (const auto &v : doc.value(QStringLiteral("nodes")).toArray()) {
+        const auto n = v.toObject();
+        if (n.value(QStringLiteral("id")).toString().toStdString() == nodeId)
+            return {n.value(QStringLiteral("reachability")).toString(),
+                    n.value(QStringLiteral("reachability_note")).toString()};
+    }
+    return {};
+}
+
+int countOf(const coord::Coordinator &c, const char *key)
+{
+    const auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(c.statusJson())).object();
+    return doc.value(QStringLiteral("counts")).toObject().value(QLatin1String(key)).toInt(-1);
+}
+
+// The node's own listener, as its peer mesh opens it once registration brings its
+// certificate.
+std::unique_ptr<net::Listener> listenAs(net::NetContext &net, const test::TestNode &node, uint16_t port,
+                                        const std::shared_ptr<test::EventLog> &log)
+{
+    coord::Registration r;
+    {
+        std::lock_guard lock(node.mutex);
+        r = node.registrations.front();
+    }
+    net::ListenerConfig lc;
+    lc.bindAddress = "127.0.0.1";
+    lc.port = port;
+    lc.credentials = {r.certificatePem, node.identity.privateKeyPem(), r.caCertificatePem};
+    lc.clients.kind = net::PeerCheck::Kind::SwarmCa;
+    lc.link.nodeId = node.identity.nodeId();
+    return std::make_unique<net::Listener>(net, lc, log->events());
+}
+
+} // namespace
+
+class TestReachability : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    // The node's listener opens after it registers (it needs the certificate): the
+    // check waits for it, then succeeds with the node's own identity.
+    void aListeningNodeIsReachable()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.reachabilityTimeout = 30s;
+        coord::Coordinator c(s);
+        net::NetContext net(1);
+        const uint16_t port = freeLoopbackPort();
+        test::TestNode node;
+        node.listenAddress = ":" + std::to_string(port); // the host: whatever the coordinator sees
+        node.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return node.registrationCount() == 1; }));
+        QCOMPARE(verdictOf(c, node.identity.nodeId()).reachability, QStringLiteral("checking"));
+
+        auto log = std::make_shared<test::EventLog>();
+        const auto listener = listenAs(net, node, port, log);
+        QVERIFY(test::eventually([&] { return verdictOf(c, node.identity.nodeId()).reachability == "direct"; }));
+        const Verdict v = verdictOf(c, node.identity.nodeId());
+        QVERIFY2(v.note.contains(QStringLiteral("127.0.0.1:%1").arg(port)), qPrintable(v.note));
+        QVERIFY(log->openedCount() >= 1); // a real handshake reached the node's listener
+        QCOMPARE(countOf(c, "reachable"), 1);
+        QCOMPARE(countOf(c, "unreachable"), 0);
+    }
+
+    // Nothing listens where the node says (behind NAT, firewalled): unreachable once the
+    // check's time is up, with a note that says what to do.
+    void aNodeNobodyCanDialIsUnreachable()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.reachabilityTimeout = 1500ms;
+        coord::Coordinator c(s);
+        net::NetContext net(1);
+        test::TestNode node;
+        node.listenAddress = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+        node.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return verdictOf(c, node.identity.nodeId()).reachability == "unreachable"; }));
+        const Verdict v = verdictOf(c, node.identity.nodeId());
+        QVERIFY2(v.note.startsWith(QStringLiteral("peers cannot dial it at 127.0.0.1:")), qPrintable(v.note));
+        QVERIFY2(v.note.contains(QStringLiteral("UPnP")), qPrintable(v.note));
+        QCOMPARE(countOf(c, "unreachable"), 1);
+        QVERIFY(node.training() || node.registrationCount() == 1); // still a member: it may be relayed
+    }
+
+    // A node that advertises another node's address (a mistake, or a lie) is not
+    // reachable there: the handshake checks whose certificate answers.
+    void anotherNodesAddressIsNotThisNode()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.reachabilityTimeout = 5s;
+        coord::Coordinator c(s);
+        net::NetContext net(1);
+        const uint16_t port = freeLoopbackPort();
+        test::TestNode honest, borrower;
+        honest.listenAddress = borrower.listenAddress = "127.0.0.1:" + std::to_string(port);
+        honest.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return honest.registrationCount() == 1; }));
+        auto log = std::make_shared<test::EventLog>();
+        const auto listener = listenAs(net, honest, port, log);
+        QVERIFY(test::eventually([&] { return verdictOf(c, honest.identity.nodeId()).reachability == "direct"; }));
+
+        borrower.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(
+            test::eventually([&] { return verdictOf(c, borrower.identity.nodeId()).reachability == "unreachable"; }));
+        QCOMPARE(verdictOf(c, honest.identity.nodeId()).reachability, QStringLiteral("direct"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestReachability)
+#include "tst_reachability.moc"
