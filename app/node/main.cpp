@@ -151,6 +151,7 @@ host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
     s.swarm.name = o.name;
     s.swarm.bindAddress = o.bind;
     s.swarm.publicAddress = o.publicAddress;
+    s.swarm.mapPort = !o.noPortMapping;
     s.swarm.port = uint16_t(o.port);
     if (o.local.checkpointEvery >= 0)
         s.swarm.checkpointEvery = o.local.checkpointEvery;

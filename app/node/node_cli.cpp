@@ -33,6 +33,8 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
                  "swarm: the address peers reach this node at, when the coordinator cannot see it (a forwarded "
                  "port, a public IPv6 address); default: the address its connection comes from")
         ->type_name("HOST[:PORT]");
+    p.add_flag("--no-port-mapping", o.noPortMapping,
+               "swarm: do not ask the home router (UPnP IGD, NAT-PMP) to forward the peer port");
     cli::addWholeNumber(p, "--port", o.port, 0, 65535, "N",
                         "swarm: the port peers reach this node at (0: any free port)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
@@ -98,7 +100,8 @@ void checkCombinations(const CLI::App &p, const NodeOptions &o)
     if (!o.join.empty() && o.profile)
         throw Error("--profile and --join do not go together");
     if (o.join.empty())
-        for (const char *swarmOnly : {"--name", "--bind", "--public-address", "--port", "--stay", "--status-port"})
+        for (const char *swarmOnly :
+             {"--name", "--bind", "--public-address", "--no-port-mapping", "--port", "--stay", "--status-port"})
             if (p.count(swarmOnly))
                 throw Error(std::string(swarmOnly) + " goes with --join");
 }

@@ -21,6 +21,7 @@ struct NodeOptions
     std::string name;          ///< swarm: this node's name for people
     std::string bind;          ///< "": every interface, IPv4 and IPv6
     std::string publicAddress; ///< "": the address the coordinator sees
+    bool noPortMapping = false;
     int port = 0;
     bool stay = false;      ///< swarm: stay in the swarm after the run is complete
     int statusPort = 0;     ///< swarm: the coordinator's status API port; 0: the coordinator's + 1

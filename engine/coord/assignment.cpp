@@ -45,7 +45,22 @@ bool Assignment::samePlacement(const Assignment &o) const
            weightsFrom == o.weightsFrom && reason == o.reason;
 }
 
-bool Assignment::operator==(const Assignment &o) const { return version == o.version && samePlacement(o); }
+bool Assignment::sameReachability(const Assignment &o) const
+{
+    const auto flags = [](const Assignment &a) {
+        std::vector<bool> f{a.unreachable, a.previous.unreachable, a.next.unreachable, a.weightsFrom.unreachable};
+        for (const auto &r : a.rings)
+            for (const auto &m : r.members)
+                f.push_back(m.unreachable);
+        return f;
+    };
+    return flags(*this) == flags(o);
+}
+
+bool Assignment::operator==(const Assignment &o) const
+{
+    return version == o.version && samePlacement(o) && sameReachability(o);
+}
 
 std::string Assignment::describe() const
 {

@@ -23,8 +23,11 @@ struct PeerRef
 {
     std::string nodeId;
     std::string address;
+    bool unreachable = false; ///< peers cannot dial it: it dials them
     bool empty() const { return nodeId.empty(); }
-    bool operator==(const PeerRef &) const = default;
+    /// The same node at the same address; whether it can be dialled is compared apart
+    /// (Assignment::sameReachability), since a change of it needs no new stage.
+    bool operator==(const PeerRef &o) const { return nodeId == o.nodeId && address == o.address; }
 };
 
 /// A ring that averages layers [firstLayer, lastLayer) over all clusters: its members
@@ -72,6 +75,7 @@ struct Assignment
     std::vector<RingRef> rings;
     data::Shard shard;
     PeerRef weightsFrom;
+    bool unreachable = false; ///< peers cannot dial this node: it dials them
 
     bool isTraining() const { return state == AssignmentState::Training; }
     bool isFirstStage() const { return stage == 0; }
@@ -79,6 +83,9 @@ struct Assignment
     /// The same placement, whatever the version: what a node compares to know whether
     /// it must rebuild its stage.
     bool samePlacement(const Assignment &other) const;
+    /// The same verdicts on who can be dialled (this node and every peer it names): a
+    /// node that hears of a change re-decides which links it dials, and keeps its stage.
+    bool sameReachability(const Assignment &other) const;
     /// "training: cluster 2/5, stage 1/3, layers [2,5), 1 ring, shard 2/5 (v7)".
     std::string describe() const;
     bool operator==(const Assignment &) const;

@@ -120,4 +120,18 @@ std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> 
     return out;
 }
 
+void markUnreachable(std::map<std::string, Assignment> &assignments, const std::set<std::string> &unreachable)
+{
+    const auto mark = [&](PeerRef &p) { p.unreachable = !p.empty() && unreachable.count(p.nodeId) > 0; };
+    for (auto &[id, a] : assignments) {
+        a.unreachable = unreachable.count(id) > 0;
+        mark(a.previous);
+        mark(a.next);
+        mark(a.weightsFrom);
+        for (auto &r : a.rings)
+            for (auto &m : r.members)
+                mark(m);
+    }
+}
+
 } // namespace rookery::coord

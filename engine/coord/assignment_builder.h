@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,9 @@ namespace rookery::coord {
 std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> &placements,
                                                    const std::map<std::string, std::string> &addresses,
                                                    const std::map<std::string, Assignment> &previous);
+
+/// Marks the nodes peers cannot dial (`unreachable`, by id), wherever an assignment
+/// names them and on their own assignments: each pair of peers then agrees on who dials.
+void markUnreachable(std::map<std::string, Assignment> &assignments, const std::set<std::string> &unreachable);
 
 } // namespace rookery::coord

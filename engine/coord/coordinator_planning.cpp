@@ -119,9 +119,11 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
 void Coordinator::Impl::publishPlacements()
 {
     auto fresh = buildAssignments(plan.placements(), registry->addresses(), published);
+    markUnreachable(fresh, registry->unreachable());
     std::map<std::string, Assignment> changed;
     for (const auto &[id, a] : fresh)
-        if (const auto it = published.find(id); it == published.end() || !it->second.samePlacement(a))
+        if (const auto it = published.find(id);
+            it == published.end() || !it->second.samePlacement(a) || !it->second.sameReachability(a))
             changed.emplace(id, a);
     published = std::move(fresh);
     const size_t pushed = changed.size();

@@ -167,7 +167,11 @@ void NodeRegistry::setReachability(const std::string &nodeId, const std::string 
         if (it == m_nodes.end() || it->second->listenAddress != address)
             return; // it moved since: a newer check is under way
         Record &r = *it->second;
-        r.reachability = reachable ? Reachability::Direct : Reachability::Unreachable;
+        const Reachability verdict = reachable ? Reachability::Direct : Reachability::Unreachable;
+        // Peers decide who dials by it: re-publish when it moves to or from unreachable.
+        if ((verdict == Reachability::Unreachable) != (r.reachability == Reachability::Unreachable))
+            m_hooks.addressesChanged();
+        r.reachability = verdict;
         r.reachabilityNote = note;
         if (reachable)
             log::info(kArea, "node " + shortId(nodeId) + " '" + r.name + "': " + note);
@@ -175,6 +179,16 @@ void NodeRegistry::setReachability(const std::string &nodeId, const std::string 
             log::warning(kArea, "node " + shortId(nodeId) + " '" + r.name + "': " + note);
     }
     m_hooks.changed();
+}
+
+std::set<std::string> NodeRegistry::unreachable() const
+{
+    std::lock_guard lock(m_mutex);
+    std::set<std::string> out;
+    for (const auto &[id, r] : m_nodes)
+        if (r->reachability == Reachability::Unreachable)
+            out.insert(out.end(), id);
+    return out;
 }
 
 std::map<std::string, std::string> NodeRegistry::addresses() const

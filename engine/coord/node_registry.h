@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -129,6 +130,8 @@ public:
                          const std::string &note);
     /// Peer addresses of every node, by id.
     std::map<std::string, std::string> addresses() const;
+    /// The nodes the reachability check could not dial.
+    std::set<std::string> unreachable() const;
     /// The latest report of every online node that sent one since the last call.
     std::vector<StoredMetric> takeMetrics(int64_t atMs);
 

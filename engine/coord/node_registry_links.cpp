@@ -130,8 +130,10 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
         m_hooks.addressesChanged();
     }
     if (m_hooks.probe) { // every registration: the node's network may have changed since
-        rec.reachability = Reachability::Checking;
-        rec.reachabilityNote.clear();
+        if (fresh || moved || rec.reachability == Reachability::Unknown) {
+            rec.reachability = Reachability::Checking; // else the last verdict stands meanwhile
+            rec.reachabilityNote.clear();
+        }
         m_hooks.probe(nodeId, rec.listenAddress);
     }
     m_hooks.changed();

@@ -9,8 +9,8 @@
 namespace rookery::coord {
 namespace {
 
-net::PeerAddress toWire(const PeerRef &p) { return {p.nodeId, p.address}; }
-PeerRef fromWire(const net::PeerAddress &p) { return {p.nodeId, p.address}; }
+net::PeerAddress toWire(const PeerRef &p) { return {p.nodeId, p.address, p.unreachable}; }
+PeerRef fromWire(const net::PeerAddress &p) { return {p.nodeId, p.address, p.unreachable}; }
 
 uint32_t narrow(int64_t v) { return uint32_t(std::clamp<int64_t>(v, 0, std::numeric_limits<uint32_t>::max())); }
 
@@ -50,6 +50,7 @@ net::AssignmentInfo toWire(const Assignment &a)
     w.shardIndex = narrow(a.shard.index);
     w.shardCount = narrow(a.shard.count);
     w.weightsFrom = toWire(a.weightsFrom);
+    w.unreachable = a.unreachable;
     return w;
 }
 
@@ -75,6 +76,7 @@ Assignment fromWire(const net::AssignmentInfo &w)
     }
     a.shard = {int(w.shardIndex), int(w.shardCount)};
     a.weightsFrom = fromWire(w.weightsFrom);
+    a.unreachable = w.unreachable;
     return a;
 }
 

@@ -29,6 +29,17 @@ inline bool isWildcardHost(const std::string &text)
     return text.empty() || text == "0.0.0.0" || text == "::" || text == "[::]";
 }
 
+/// "127.0.0.1", "::1", "[::1]" and the rest of 127/8: this machine only.
+inline bool isLoopbackHost(const std::string &text)
+{
+    std::string bare = text;
+    if (bare.size() >= 2 && bare.front() == '[' && bare.back() == ']')
+        bare = bare.substr(1, bare.size() - 2);
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address(bare, ec);
+    return !ec && address.is_loopback();
+}
+
 /// The address to bind to: "" means every interface, IPv4 and IPv6 ("::", dual stack);
 /// brackets around an IPv6 address are allowed. Throws rookery::Error "cannot WHAT on
 /// 'TEXT': not an IP address" (`what`: "serve the status API", "listen").

@@ -142,6 +142,7 @@ struct PeerAddress
 {
     std::string nodeId;
     std::string address;
+    bool unreachable = false; ///< peers cannot dial it: it dials them
     bool empty() const { return nodeId.empty(); }
     bool operator==(const PeerAddress &) const = default;
 };
@@ -176,6 +177,7 @@ struct AssignmentInfo
     uint32_t shardIndex = 0;
     uint32_t shardCount = 0;
     PeerAddress weightsFrom;
+    bool unreachable = false; ///< peers cannot dial this node: it dials them
     bool operator==(const AssignmentInfo &) const = default;
 };
 

@@ -15,7 +15,7 @@ std::vector<std::string> listOf(const google::protobuf::RepeatedPtrField<std::st
     return {in.begin(), in.end()};
 }
 
-PeerAddress fromWire(const wire::PeerAddress &p) { return {p.node_id(), p.address()}; }
+PeerAddress fromWire(const wire::PeerAddress &p) { return {p.node_id(), p.address(), p.unreachable()}; }
 
 AssignmentInfo fromWire(const wire::Assignment &w)
 {
@@ -43,6 +43,7 @@ AssignmentInfo fromWire(const wire::Assignment &w)
     a.shardCount = w.shard_count();
     if (w.has_weights_from())
         a.weightsFrom = fromWire(w.weights_from());
+    a.unreachable = w.unreachable();
     return a;
 }
 

@@ -22,6 +22,7 @@ void toWire(const PeerAddress &in, wire::PeerAddress *out)
 {
     out->set_node_id(in.nodeId);
     out->set_address(in.address);
+    out->set_unreachable(in.unreachable);
 }
 
 void toWire(const AssignmentInfo &a, wire::Assignment *w)
@@ -52,6 +53,7 @@ void toWire(const AssignmentInfo &a, wire::Assignment *w)
     w->set_shard_count(a.shardCount);
     if (!a.weightsFrom.empty())
         toWire(a.weightsFrom, w->mutable_weights_from());
+    w->set_unreachable(a.unreachable);
 }
 
 void toWire(const RunInfo &r, wire::RunConfig *w)

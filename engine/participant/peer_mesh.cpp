@@ -170,12 +170,25 @@ uint16_t PeerMesh::port() const { return m->listener->port(); }
 
 const std::string &PeerMesh::nodeId() const { return m->config.nodeId; }
 
-void PeerMesh::setPeers(const std::vector<PeerAddress> &peers)
+bool dialsPeer(const std::string &selfId, bool selfUnreachable, const PeerAddress &peer)
+{
+    return !peer.unreachable && (selfUnreachable || selfId < peer.nodeId);
+}
+
+void PeerMesh::setPeers(const std::vector<PeerAddress> &peers, bool selfUnreachable)
 {
     std::vector<std::pair<PeerAddress, std::pair<std::string, uint16_t>>> toDial;
-    for (const auto &p : peers)
-        if (m->config.nodeId < p.nodeId)
+    std::set<std::string> dialNow;
+    for (const auto &p : peers) {
+        if (dialsPeer(m->config.nodeId, selfUnreachable, p)) {
             toDial.push_back({p, net::splitHostPort(p.address)}); // validate before changing anything
+            dialNow.insert(p.nodeId);
+        } else if (selfUnreachable && p.unreachable) {
+            log::warning("mesh", "neither this node nor its peer " + p.nodeId.substr(0, 12) +
+                                     " can be dialled (both behind NAT without a mapped port): they cannot "
+                                     "link. Forward this node's port, turn on UPnP, or give --public-address");
+        }
+    }
     std::vector<std::shared_ptr<net::Link>> toClose;
     {
         std::lock_guard lock(m->mutex);
@@ -183,7 +196,7 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &peers)
         for (const auto &p : peers)
             m->wanted.insert(p.nodeId);
         for (auto it = m->dialled.begin(); it != m->dialled.end();) {
-            if (!m->wanted.count(it->first)) {
+            if (!m->wanted.count(it->first) || !dialNow.count(it->first)) { // gone, or it dials us now
                 toClose.push_back(it->second);
                 it = m->dialled.erase(it);
             } else {

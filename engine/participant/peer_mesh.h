@@ -19,12 +19,18 @@ struct PeerAddress
 {
     std::string nodeId;
     std::string address;
+    bool unreachable = false; ///< the coordinator could not dial it: it dials us
     bool operator==(const PeerAddress &) const = default;
 };
 
+/// Whether this node dials `peer` (else the peer dials it): the one that can be dialled
+/// is dialled; when both can, the smaller node id dials. Both ends reach the same
+/// answer from the same assignment. When neither can be dialled, neither dials.
+bool dialsPeer(const std::string &selfId, bool selfUnreachable, const PeerAddress &peer);
+
 /// A node's links to the other nodes of its swarm: a listener for peers that dial in
-/// and dialled links to peers it dials. For any two peers the one with the smaller
-/// node id dials, so each pair has exactly one link, which carries traffic both ways
+/// and dialled links to peers it dials. For any two peers one dials (dialsPeer()), so
+/// each pair has exactly one link, which carries traffic both ways
 /// (forward activations one way, gradients back; ring chunks). Every link is mutual
 /// TLS with the swarm's CA as the only trust anchor, and a dialled link checks that the
 /// peer is the node it asked for.
@@ -64,9 +70,10 @@ public:
     uint16_t port() const;
     const std::string &nodeId() const;
 
-    /// The peers this node needs now. Dials those it must dial, keeps links to peers
-    /// still listed and closes the rest. Throws rookery::Error for a malformed address.
-    void setPeers(const std::vector<PeerAddress> &peers);
+    /// The peers this node needs now. Dials those it must dial (dialsPeer(), with
+    /// `selfUnreachable` this node's own verdict), keeps links to peers still listed and
+    /// closes the rest. Throws rookery::Error for a malformed address.
+    void setPeers(const std::vector<PeerAddress> &peers, bool selfUnreachable = false);
     /// Queues `message` on the link to `peer`; NotOpen when there is none right now.
     net::SendResult send(const std::string &peer, const net::Message &message);
     bool isUp(const std::string &peer) const;

@@ -12,8 +12,10 @@
 #include "engine/coord/coordinator_client.h"
 #include "engine/device/governor.h"
 #include "engine/net/net_context.h"
+#include "engine/net/tcp_listen.h"
 #include "engine/participant/node_preparation.h"
 #include "engine/participant/peer_mesh.h"
+#include "engine/participant/router_port.h"
 #include "engine/participant/stage_slot.h"
 
 namespace rookery::participant {
@@ -27,7 +29,7 @@ std::vector<PeerAddress> peersOf(const coord::Assignment &a)
     std::set<std::string> seen;
     auto add = [&](const coord::PeerRef &p) {
         if (!p.empty() && seen.insert(p.nodeId).second)
-            peers.push_back({p.nodeId, p.address});
+            peers.push_back({p.nodeId, p.address, p.unreachable});
     };
     add(a.previous);
     add(a.next);
@@ -121,6 +123,7 @@ private:
     net::NetContext m_net;
     std::unique_ptr<coord::CoordinatorClient> m_client;
     std::unique_ptr<PeerMesh> m_mesh;
+    std::unique_ptr<RouterPort> m_routerPort; ///< the peer port forwarded on the home router
     coord::RunConfig m_run;
     std::optional<coord::Assignment> m_current;
     SwarmNodeSummary m_summary;
@@ -160,6 +163,12 @@ void NodeRun::join()
     cc.address = address;
     cc.name = s.name;
     cc.listenAddress = m_prepared.advertised;
+    if (s.mapPort && s.publicAddress.empty() && !net::isLoopbackHost(s.bindAddress)) {
+        SwarmNode::Impl &d = m_node; // outlives the mapper
+        m_routerPort = std::make_unique<RouterPort>(m_prepared.port, std::chrono::seconds(6),
+                                                    [&d](const std::string &text) { d.say(text); });
+        cc.listenAddress = m_routerPort->advertised(cc.listenAddress);
+    }
     cc.profileJson = m_prepared.profileJson;
     m_client = std::make_unique<coord::CoordinatorClient>(m_net, cc, m_prepared.identity, coordinatorEvents());
     m_client->start();
@@ -245,6 +254,7 @@ bool NodeRun::follow(const coord::Assignment &a)
             return true;
     }
     const bool placementChanged = !m_current || !m_current->samePlacement(a);
+    const bool dialsChanged = m_current && !m_current->sameReachability(a);
     m_current = a;
     if (a.state == coord::AssignmentState::Stopped) {
         m_node.say("the coordinator stopped this node: " + a.reason);
@@ -256,6 +266,8 @@ bool NodeRun::follow(const coord::Assignment &a)
         m_node.say(a.reason.rfind("waiting", 0) == 0 ? a.reason : "waiting: " + a.reason);
     } else if (placementChanged || !m_node.stage.current()) {
         startStage(a);
+    } else if (dialsChanged) { // the same stage; who dials whom changed
+        m_mesh->setPeers(peersOf(a), a.unreachable);
     }
     return true;
 }
@@ -265,7 +277,7 @@ void NodeRun::startStage(const coord::Assignment &a)
     const auto &s = m_node.settings;
     device::Governor &governor = *m_node.governor;
     m_node.stage.replace(nullptr);
-    m_mesh->setPeers(peersOf(a));
+    m_mesh->setPeers(peersOf(a), a.unreachable);
     m_node.say("assignment: " + a.describe());
     AssignedStageConfig sc;
     sc.run = m_run;
@@ -349,6 +361,7 @@ SwarmNodeSummary NodeRun::leave()
     else
         m_client->stop(); // the coordinator keeps our place for a quick restart
     m_mesh.reset();
+    m_routerPort.reset(); // removes the mapping
     return m_summary;
 }
 

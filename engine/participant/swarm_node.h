@@ -28,6 +28,10 @@ struct SwarmNodeSettings
     uint16_t port = 0;         ///< 0: any free port (the last run's, when still free)
     std::string publicAddress; ///< "host" or "host:port" peers reach this node at; "": the
                                ///< address the coordinator sees, with the listening port
+    /// Ask the home router to forward the peer port (UPnP IGD, then NAT-PMP), advertise
+    /// the mapped port, renew it while the node runs and remove it at the end. Not done
+    /// with a public address given or when bound to loopback.
+    bool mapPort = true;
     device::GovernorSettings governor;
     int64_t checkpointEvery = 50; ///< optimizer steps
     int keepCheckpoints = 3;

@@ -193,6 +193,7 @@ private Q_SLOTS:
         for (const char *swarmOnly : {"--name", "--bind", "--public-address", "--port", "--status-port"})
             QTest::newRow(swarmOnly) << QStringList{swarmOnly, "1"} << QString("%1 goes with --join").arg(swarmOnly);
         QTest::newRow("--stay") << QStringList{"--stay"} << "--stay goes with --join";
+        QTest::newRow("--no-port-mapping") << QStringList{"--no-port-mapping"} << "--no-port-mapping goes with --join";
         QTest::newRow("json alone") << QStringList{"--json"} << "--json and --remeasure go with --profile";
         QTest::newRow("remeasure alone") << QStringList{"--remeasure"} << "--json and --remeasure go with --profile";
         QTest::newRow("profile, no control")

@@ -148,6 +148,37 @@ private Q_SLOTS:
             test::eventually([&] { return verdictOf(c, borrower.identity.nodeId()).reachability == "unreachable"; }));
         QCOMPARE(verdictOf(c, honest.identity.nodeId()).reachability, QStringLiteral("direct"));
     }
+
+    // The verdict travels in the assignments, so each pair agrees on who dials: the
+    // node behind NAT learns that it must dial, its neighbour that it must wait.
+    void assignmentsSayWhoCannotBeDialled()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.reachabilityTimeout = 1500ms;
+        s.clusterSize = 2;
+        coord::Coordinator c(s);
+        net::NetContext net(1);
+        const uint16_t port = freeLoopbackPort();
+        test::TestNode open, behindNat;
+        open.listenAddress = "127.0.0.1:" + std::to_string(port);
+        behindNat.listenAddress = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+        open.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return open.registrationCount() == 1; }));
+        auto log = std::make_shared<test::EventLog>();
+        const auto listener = listenAs(net, open, port, log);
+        behindNat.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        const auto partnerOf = [](const coord::Assignment &a) { return a.next.empty() ? a.previous : a.next; };
+        QVERIFY(test::eventually([&] {
+            const auto a = open.assignment(), b = behindNat.assignment();
+            return a.isTraining() && b.isTraining() && b.unreachable && partnerOf(a).unreachable;
+        }));
+        const auto a = open.assignment(), b = behindNat.assignment();
+        QVERIFY(!a.unreachable);
+        QCOMPARE(partnerOf(a).nodeId, behindNat.identity.nodeId());
+        QCOMPARE(partnerOf(b).nodeId, open.identity.nodeId());
+        QVERIFY(!partnerOf(b).unreachable);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestReachability)

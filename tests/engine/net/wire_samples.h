@@ -63,7 +63,9 @@ inline std::vector<net::Message> sampleMessages()
     a.firstLayer = 2;
     a.lastLayer = 5;
     a.previous = {"aa11", "10.0.0.1:7401"};
-    a.rings = {RingMembership{(uint64_t(2) << 32) | 5, 2, 5, 1, {{"bb22", "10.0.0.2:7401"}, {"cc33", "[::1]:7401"}}}};
+    a.rings = {
+        RingMembership{(uint64_t(2) << 32) | 5, 2, 5, 1, {{"bb22", "10.0.0.2:7401"}, {"cc33", "[::1]:7401", true}}}};
+    a.unreachable = true; // behind NAT: it dials its peers
     a.shardIndex = 1;
     a.shardCount = 3;
     a.weightsFrom = {"bb22", "10.0.0.2:7401"};

@@ -104,6 +104,31 @@ private Q_SLOTS:
             data::headOf(data::loadFashionMnist(test::fashionMnistDir(), data::Split::Train), 4096));
     }
 
+    // Who dials: the node that can be dialled is; when both can, the smaller id dials.
+    void theNodeBehindNatDialsOut()
+    {
+        const participant::PeerAddress reachable{"b", "127.0.0.1:1"}, behindNat{"b", "127.0.0.1:1", true};
+        QVERIFY(participant::dialsPeer("a", false, reachable));
+        QVERIFY(!participant::dialsPeer("c", false, reachable)); // b, the smaller, dials c
+        QVERIFY(participant::dialsPeer("c", true, reachable));   // c cannot be dialled: it dials
+        QVERIFY(!participant::dialsPeer("a", false, behindNat)); // b dials a
+        QVERIFY(!participant::dialsPeer("a", true, behindNat));  // neither can: no one dials
+
+        // Over real links: the larger id, behind NAT, dials the smaller, which would have
+        // dialled it otherwise; the link opens.
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        TestNode &small = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+        TestNode &large = &small == &a ? b : a;
+        auto largeAsSeen = large.address();
+        largeAsSeen.unreachable = true;
+        largeAsSeen.address = "127.0.0.1:9"; // nothing listens there: only its own dial can link them
+        small.mesh->setPeers({largeAsSeen}, false);
+        large.mesh->setPeers({small.address()}, true);
+        QVERIFY(test::waitFor([&] { return small.mesh->isUp(large.identity.nodeId()); }, 10s));
+        QVERIFY(large.mesh->isUp(small.identity.nodeId()));
+    }
+
     void matchesTheInProcessPipeline()
     {
         net::NetContext net;
