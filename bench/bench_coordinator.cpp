@@ -129,6 +129,8 @@ Child startCoordinator(const std::filesystem::path &dataDir, int nodes)
                                            "0",
                                            "--status-port",
                                            "0",
+                                           "--relay-port",
+                                           "0",
                                            "--heartbeat-ms",
                                            "1000",
                                            "--first-plan-delay-ms",

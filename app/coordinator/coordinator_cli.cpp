@@ -95,6 +95,15 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
         ->type_name("HOST");
     cli::addWholeNumber(p, "--port", s.port, 0, 65535, "N", "port for node links (TLS WebSocket; 0: any)");
     cli::addWholeNumber(p, "--status-port", s.statusPort, 0, 65535, "N", "port for the HTTPS status API (0: any)");
+    cli::addWholeNumber(p, "--relay-port", s.relayPort, 0, 65535, "N",
+                        "port of the relay for volunteers that cannot be dialled (0: any)");
+    bool noRelay = false;
+    p.add_flag("--no-relay", noRelay, "run no relay: volunteers behind NAT on both ends of a link cannot link");
+    cli::addWholeNumber(p, "--relay-pairs-per-node", s.relayPairsPerNode, 1, 1024, "N",
+                        "relayed links one volunteer may hold at once");
+    double relayMbit = 0;
+    cli::addNumber(p, "--relay-mbit", relayMbit, 0, 100'000, "MBIT",
+                   "cap each relayed link to this many Mbit/s each way (0: no cap)");
     declareRunOptions(p, run, choices);
     declareTimingOptions(p, timing);
     cli::addWholeNumber(p, "--expect-nodes", s.expectNodes, 0, 1'000'000, "N",
@@ -121,6 +130,8 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
         return false;
     s.dataDir = dataDir;
     s.reachabilityTimeout = std::chrono::seconds(reachabilitySeconds);
+    s.relay = !noRelay;
+    s.relayBytesPerSecondPerPair = uint64_t(relayMbit * 1e6 / 8);
     s.heartbeatInterval = ms(timing.heartbeat);
     s.heartbeatTimeout = ms(timing.timeout);
     s.rejoinGrace = ms(timing.rejoinGrace);

@@ -66,6 +66,8 @@ int main(int argc, char **argv)
                     unsigned(coordinator.statusPort()));
         std::printf("metrics: https://%s:%u/metrics\n", coordinator.coordinatorAddress().host.c_str(),
                     unsigned(coordinator.statusPort()));
+        if (coordinator.relayPort())
+            std::printf("relay: port %u\n", unsigned(coordinator.relayPort()));
         std::printf("address: %s\n", coordinator.address().c_str());
         int signal = 0;
         sigwait(&stopSignals, &signal);

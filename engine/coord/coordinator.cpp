@@ -62,6 +62,13 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
         republish = true;
     };
     hooks.changed = [this] { ++statusVersion; };
+    hooks.relay = [this](const std::string &dialer, const std::string &acceptor) {
+        if (!relayServer)
+            throw Error("this coordinator runs no relay (--no-relay)");
+        const auto [a, b] = relayServer->expectPair(dialer, acceptor);
+        return RelayTickets{host + ":" + std::to_string(relayServer->port()), relay::tokenToBytes(a),
+                            relay::tokenToBytes(b)};
+    };
     hooks.probe = [this](const std::string &id, const std::string &address) {
         if (probe) // made in start(); none while the stored run is restored
             probe->check(id, address);
@@ -102,6 +109,15 @@ void Coordinator::Impl::start()
                 r->setReachability(id, address, reachable, note);
             });
     }
+    if (settings.relay) {
+        relay::RelaySettings rs;
+        rs.bindAddress = settings.bindAddress;
+        rs.port = settings.relayPort;
+        rs.maxPairs = settings.maxNodes;
+        rs.maxPairsPerNode = settings.relayPairsPerNode;
+        rs.bytesPerSecondPerPair = settings.relayBytesPerSecondPerPair;
+        relayServer = std::make_unique<relay::RelayServer>(rs);
+    }
     listener = std::make_unique<net::Listener>(*net, lc, events);
     StatusServerConfig sc;
     sc.bindAddress = settings.bindAddress;
@@ -135,6 +151,7 @@ void Coordinator::Impl::stop()
     if (worker.joinable())
         worker.join();
     probe.reset(); // closes the checks in flight
+    relayServer.reset();
     if (net)
         net->stop();
     store.saveMetrics(registry->takeMetrics(nowMs()));
@@ -199,6 +216,7 @@ StatusInputs Coordinator::Impl::statusInputs()
     }
     in.nodes = registry->snapshot();
     in.counters = registry->counters();
+    in.relayedBytes = relayServer ? relayServer->counters().bytesRelayed : 0;
     in.uptimeMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - startedAt).count();
     in.timeMs = nowMs();
     return in;
@@ -236,6 +254,7 @@ net::CoordinatorAddress Coordinator::coordinatorAddress() const
 
 uint16_t Coordinator::port() const { return m->listener->port(); }
 uint16_t Coordinator::statusPort() const { return m->status->port(); }
+uint16_t Coordinator::relayPort() const { return m->relayServer ? m->relayServer->port() : 0; }
 const std::string &Coordinator::certificatePem() const { return m->identity.certificatePem; }
 const std::string &Coordinator::caCertificatePem() const { return m->identity.ca.certificatePem(); }
 const RunConfig &Coordinator::run() const { return m->run; }
@@ -250,9 +269,18 @@ CoordinatorCounters Coordinator::counters() const
         std::lock_guard lock(m->summaryMutex);
         planned = m->summary.hasPlan;
     }
-    return {
-        c.registrations, c.refusals, c.heartbeats, c.assignmentPushes, m->planRounds.load(), m->registry->onlineCount(),
-        nodes.size(),    planned};
+    CoordinatorCounters out;
+    out.registrations = c.registrations;
+    out.refusals = c.refusals;
+    out.heartbeats = c.heartbeats;
+    out.assignmentPushes = c.assignmentPushes;
+    out.relayGrants = c.relayGrants;
+    out.relayedBytes = m->relayServer ? m->relayServer->counters().bytesRelayed : 0;
+    out.planRounds = m->planRounds.load();
+    out.nodesOnline = m->registry->onlineCount();
+    out.nodesKnown = nodes.size();
+    out.planned = planned;
+    return out;
 }
 
 std::map<std::string, Assignment> Coordinator::assignments() const { return m->registry->assignments(); }

@@ -26,7 +26,13 @@ struct CoordinatorSettings
     std::string publicHost;
     uint16_t port = 7400;       ///< node links (TLS WebSocket); 0: ephemeral
     uint16_t statusPort = 7401; ///< the HTTPS status API; 0: ephemeral
-    RunConfig run;              ///< the operator's run (its id is chosen by the coordinator)
+    /// The relay for volunteers that cannot be dialled (both ends behind NAT): they run
+    /// their mutual TLS through it, so it sees only ciphertext.
+    bool relay = true;
+    uint16_t relayPort = 7402; ///< 0: ephemeral
+    size_t relayPairsPerNode = 8;
+    uint64_t relayBytesPerSecondPerPair = 0; ///< each direction; 0: no cap
+    RunConfig run;                           ///< the operator's run (its id is chosen by the coordinator)
 
     std::chrono::milliseconds heartbeatInterval{1000};
     std::chrono::milliseconds heartbeatTimeout{5000}; ///< no heartbeat for this long: lost
@@ -76,6 +82,8 @@ struct CoordinatorCounters
     uint64_t refusals = 0;
     uint64_t heartbeats = 0;
     uint64_t assignmentPushes = 0;
+    uint64_t relayGrants = 0;
+    uint64_t relayedBytes = 0;
     uint64_t planRounds = 0;
     size_t nodesOnline = 0;
     size_t nodesKnown = 0;
@@ -111,6 +119,7 @@ public:
     net::CoordinatorAddress coordinatorAddress() const;
     uint16_t port() const;
     uint16_t statusPort() const;
+    uint16_t relayPort() const; ///< 0 without a relay
     const std::string &certificatePem() const;
     const std::string &caCertificatePem() const;
     const RunConfig &run() const;

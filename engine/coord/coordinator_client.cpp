@@ -125,6 +125,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             return onAck(*ack);
         if (auto *err = std::get_if<net::CoordinatorError>(&m))
             return refuse(l, "the coordinator refused this node: " + err->reason);
+        if (auto *grant = std::get_if<net::RelayGrant>(&m))
+            return notify(&CoordinatorClientEvents::relayGranted, *grant);
         log::warning(kArea, "ignoring an unexpected " + std::string(net::messageName(m)) + " from the coordinator");
     }
 
@@ -319,6 +321,14 @@ void CoordinatorClient::report(const NodeReport &report)
 {
     std::lock_guard lock(m->mutex);
     m->latest = report;
+}
+
+bool CoordinatorClient::requestRelay(const std::string &peerId)
+{
+    auto l = m->currentLink();
+    if (!l || !isRegistered())
+        return false;
+    return l->send(net::RelayRequest{peerId}) == net::SendResult::Queued;
 }
 
 void CoordinatorClient::leave(const std::string &reason)

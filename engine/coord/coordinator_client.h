@@ -12,6 +12,7 @@
 #include "engine/net/coordinator_address.h"
 #include "engine/net/identity.h"
 #include "engine/net/net_context.h"
+#include "engine/net/wire_message.h"
 
 namespace rookery::coord {
 
@@ -47,6 +48,9 @@ struct CoordinatorClientEvents
     std::function<void(bool)> connection;
     /// A heartbeat was acknowledged, with its round-trip time (for the UI and benches).
     std::function<void(std::chrono::microseconds)> heartbeatAcked;
+    /// A relayed link to a peer was granted (asked for by this node or by the peer),
+    /// or refused (an empty token, with the reason).
+    std::function<void(const net::RelayGrant &)> relayGranted;
 };
 
 /// Counters for status displays and benchmarks.
@@ -80,6 +84,9 @@ public:
     void start();
     /// The figures the next heartbeats carry.
     void report(const NodeReport &report);
+    /// Asks for a relayed link to `peerId` (neither can dial the other); the answer
+    /// comes as `relayGranted`, to both. False when not registered right now.
+    bool requestRelay(const std::string &peerId);
     /// Tells the coordinator this node leaves (it re-plans at once), then closes.
     void leave(const std::string &reason = "the node is shutting down");
     /// Closes without a Leave: the coordinator keeps this node's assignment for its

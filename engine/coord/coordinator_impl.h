@@ -23,6 +23,7 @@
 #include "engine/coord/status_json.h"
 #include "engine/coord/status_server.h"
 #include "engine/net/listener.h"
+#include "engine/relay/relay_server.h"
 
 namespace rookery::coord {
 namespace coordinator_detail {
@@ -119,7 +120,8 @@ struct Coordinator::Impl
     std::unique_ptr<net::NetContext> net;
     std::unique_ptr<net::Listener> listener;
     std::unique_ptr<StatusServer> status;
-    std::unique_ptr<ReachabilityProbe> probe; ///< null when reachability is not checked
+    std::unique_ptr<ReachabilityProbe> probe;        ///< null when reachability is not checked
+    std::unique_ptr<relay::RelayServer> relayServer; ///< null without a relay
     std::thread worker;
     std::string host;
     bool stopped = false;

@@ -40,6 +40,20 @@ std::string coordinatorMetrics(const StatusInputs &in)
               double(in.counters.heartbeats));
     m.counter("rookery_coordinator_assignment_pushes_total", "Assignments sent to nodes since start.",
               double(in.counters.assignmentPushes));
+    m.counter("rookery_coordinator_relay_grants_total", "Relayed links granted to pairs of nodes since start.",
+              double(in.counters.relayGrants));
+    m.counter("rookery_coordinator_relayed_bytes_total", "Bytes copied by this coordinator's relay, both ways.",
+              double(in.relayedBytes));
+    {
+        std::map<Reachability, double> byReach;
+        for (const auto &n : in.nodes)
+            byReach[n.reachability] += 1;
+        m.family("rookery_coordinator_nodes_by_reachability", Type::Gauge,
+                 "Known nodes by whether peers can dial them (the coordinator's check).");
+        for (const Reachability r :
+             {Reachability::Unknown, Reachability::Checking, Reachability::Direct, Reachability::Unreachable})
+            m.sample(byReach[r], {{"reachability", std::string(reachabilityName(r))}});
+    }
     m.counter("rookery_coordinator_plan_rounds_total", "Planning rounds since start.", double(in.plan.rounds));
     m.gauge("rookery_coordinator_planned", "1 once a plan exists, else 0.", in.plan.hasPlan ? 1 : 0);
     m.gauge("rookery_coordinator_clusters", "Clusters in the plan that can train.", double(clusters));

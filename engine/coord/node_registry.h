@@ -81,6 +81,15 @@ struct RegistryCounters
     uint64_t refusals = 0;
     uint64_t heartbeats = 0;
     uint64_t assignmentPushes = 0;
+    uint64_t relayGrants = 0;
+};
+
+/// A relayed pair the coordinator's relay expects (RelayServer::expectPair).
+struct RelayTickets
+{
+    std::string address;       ///< "host:port" of the relay
+    std::string dialerToken;   ///< for the node that asked (TLS client)
+    std::string acceptorToken; ///< for its peer (TLS server)
 };
 
 /// What the registry tells the planner. Called under the registry's lock, so they must
@@ -94,6 +103,10 @@ struct RegistryHooks
     /// Check that peers can dial the node at `address` (each registration); the verdict
     /// comes back through setReachability().
     std::function<void(const std::string &nodeId, const std::string &address)> probe;
+    /// Tickets for a relayed link from `dialer` to `acceptor`; throws rookery::Error
+    /// saying why not (the relay is full, a node is at its cap). Empty: no relay here.
+    /// Not called under the registry's lock.
+    std::function<RelayTickets(const std::string &dialer, const std::string &acceptor)> relay;
 };
 
 /// The coordinator's membership: registers nodes (checking replays, issuing their
@@ -148,6 +161,7 @@ private:
     void onRegister(const std::shared_ptr<net::Link> &link, const net::Register &r, Outbox &out);
     void onHeartbeat(const std::shared_ptr<net::Link> &link, const net::Heartbeat &h, Outbox &out);
     void onLeave(const std::shared_ptr<net::Link> &link, const net::Leave &l);
+    void onRelayRequest(const std::shared_ptr<net::Link> &link, const net::RelayRequest &r, Outbox &out);
     void refuse(const std::shared_ptr<net::Link> &link, net::CoordinatorErrorCode code, const std::string &reason,
                 Outbox &out);
     void lose(Record &record, Clock::time_point now, const std::string &why);

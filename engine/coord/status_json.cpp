@@ -189,7 +189,9 @@ std::string statusJson(const StatusInputs &in)
                         {"registrations", in.counters.registrations},
                         {"refusals", in.counters.refusals},
                         {"heartbeats", in.counters.heartbeats},
-                        {"assignment_pushes", in.counters.assignmentPushes}}}};
+                        {"assignment_pushes", in.counters.assignmentPushes},
+                        {"relay_grants", in.counters.relayGrants},
+                        {"relayed_bytes", in.relayedBytes}}}};
     return doc.dump();
 }
 

@@ -56,6 +56,7 @@ struct StatusInputs
     PlanSummary plan;
     std::vector<NodeStatus> nodes;
     RegistryCounters counters;
+    uint64_t relayedBytes = 0; ///< through this coordinator's relay, both ways
     int64_t uptimeMs = 0;
     int64_t timeMs = 0;
 };

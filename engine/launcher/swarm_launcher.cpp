@@ -235,6 +235,8 @@ void SwarmLauncher::start(std::chrono::seconds timeout)
                            "--port",
                            "0",
                            "--status-port",
+                           "0",
+                           "--relay-port",
                            "0"};
     if (s.clusterSize > 0)
         d->coordinator.args.insert(d->coordinator.args.end(), {"--cluster-size", std::to_string(s.clusterSize)});

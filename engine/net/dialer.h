@@ -32,6 +32,28 @@ struct DialConfig
 /// Settings to reach a coordinator: its host, port and path, and its pinned certificate.
 DialConfig coordinatorDialConfig(const CoordinatorAddress &address, TlsCredentials credentials, LinkConfig link);
 
+/// A link to a peer through a relay (the coordinator's RelayGrant): connect to the relay
+/// at host:port, present `token`, then run mutual TLS with the peer over the spliced
+/// stream, as TLS server when `accept` (the peer dials), else as client. The relay sees
+/// only TLS records.
+struct RelayedDialConfig
+{
+    std::string host;
+    uint16_t port = 0;
+    std::string token; ///< 16 bytes, single use
+    bool accept = false;
+    std::string path = "/rookery";
+    TlsCredentials credentials;
+    PeerCheck peer; ///< SwarmCa with the peer's node id
+    LinkConfig link;
+};
+
+/// Never reconnects (a token serves once): when it closes, the owner asks for another
+/// grant. `closed` comes also when it never opened.
+///
+/// Thread safety: may be called from any thread; events arrive on the NetContext's thread.
+std::shared_ptr<Link> dialRelayed(NetContext &context, RelayedDialConfig config, LinkEvents events);
+
 /// A link to `config.host:port` that connects in the background and, with
 /// `reconnect`, keeps reconnecting. The events name this same Link object across
 /// reconnections: `opened` after each successful handshake, `closed` after each

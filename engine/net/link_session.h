@@ -45,7 +45,10 @@ struct LinkSessionSetup
     LinkConfig config;
     LinkEvents events;
     std::string remote;     ///< "host:port" for log lines
-    std::string host, port; ///< client: where to connect (TLS)
+    std::string host, port; ///< client, or through a relay: where to connect (TLS)
+    /// Through a relay (either side): sent once connected, before TLS; the relay answers
+    /// one byte (relay_protocol.h), then the stream is the peer's.
+    std::string relayPreamble;
     std::string path = "/rookery";
     PeerCheck check; ///< TLS: how to judge the peer's certificate
     std::shared_ptr<asio::ssl::context> tls;
@@ -85,6 +88,7 @@ private:
     void onDeadline(beast::error_code ec);
     void onResolve(beast::error_code ec, asio::ip::tcp::resolver::results_type results);
     void onConnect(beast::error_code ec, asio::ip::tcp::endpoint endpoint);
+    void onRelayReply(beast::error_code ec, size_t bytes);
     void startTls();
     void onTlsHandshake(beast::error_code ec);
     void startWebSocket();
@@ -156,6 +160,7 @@ private:
     uint64_t m_frameBytes = 0;
     uint64_t m_have = 0;
     uint8_t m_trailer = 0;
+    uint8_t m_relayReply = 0xff;
     // Tensor checksums computed as the bytes arrive, while they are in cache: a second
     // pass over a frame bigger than the cache would cost a third of the decryption.
     std::vector<FrameDecoder::TensorSpan> m_spans;

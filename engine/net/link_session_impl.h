@@ -10,12 +10,15 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/version.h"
 #include "engine/net/crc32c.h"
 #include "engine/net/link_session.h"
+#include "engine/net/relay_protocol.h"
 #include "engine/net/tls_context.h"
 
 namespace rookery::net {
@@ -76,7 +79,7 @@ template <class NextLayer> void LinkSession<NextLayer>::start()
         self->m_deadline.expires_after(self->m_setup.config.handshakeTimeout);
         self->m_deadline.async_wait(beast::bind_front_handler(&Self::onDeadline, self));
         if constexpr (kTls) {
-            if (self->m_setup.side == Side::Client) {
+            if (self->m_setup.side == Side::Client || !self->m_setup.relayPreamble.empty()) {
                 self->m_resolver.emplace(self->m_ws.get_executor());
                 self->m_resolver->async_resolve(self->m_setup.host, self->m_setup.port,
                                                 beast::bind_front_handler(&Self::onResolve, self));
@@ -112,6 +115,25 @@ template <class NextLayer> void LinkSession<NextLayer>::onConnect(beast::error_c
 {
     if (ec)
         return onError(ec, "connecting");
+    if (m_setup.relayPreamble.empty())
+        return startTls();
+    if constexpr (kTls) { // the relay: our token, then its answer
+        auto &tcp = beast::get_lowest_layer(m_ws);
+        asio::async_write(tcp, asio::buffer(m_setup.relayPreamble), [self = self()](beast::error_code e, size_t) {
+            if (e)
+                return self->onError(e, "writing to the relay");
+            asio::async_read(beast::get_lowest_layer(self->m_ws), asio::buffer(&self->m_relayReply, 1),
+                             beast::bind_front_handler(&Self::onRelayReply, self));
+        });
+    }
+}
+
+template <class NextLayer> void LinkSession<NextLayer>::onRelayReply(beast::error_code ec, size_t)
+{
+    if (ec)
+        return onError(ec, "waiting for the relay");
+    if (m_relayReply != uint8_t(RelayReply::Paired))
+        return finish({describeRelayReply(RelayReply(m_relayReply)), true, false, false, false});
     startTls();
 }
 

@@ -13,6 +13,7 @@
 #include "engine/common/log.h"
 #include "engine/net/link_session_impl.h"
 #include "engine/net/net_context_impl.h"
+#include "engine/net/relay_protocol.h"
 #include "engine/net/tcp_listen.h"
 #include "engine/net/tls_context.h"
 
@@ -289,6 +290,26 @@ private:
 };
 
 } // namespace
+
+std::shared_ptr<Link> dialRelayed(NetContext &context, RelayedDialConfig config, LinkEvents events)
+{
+    auto &net = context.impl();
+    LinkSessionSetup s;
+    s.side = config.accept ? Side::Server : Side::Client;
+    s.config = std::move(config.link);
+    s.events = std::move(events);
+    s.remote = "relay " + config.host + ":" + std::to_string(config.port);
+    s.host = config.host;
+    s.port = std::to_string(config.port);
+    s.path = config.path;
+    s.check = std::move(config.peer);
+    s.relayPreamble = relayPreamble(config.token);
+    s.tls = makeTlsContext(config.credentials, config.accept);
+    auto tls = s.tls;
+    auto session = std::make_shared<TlsLinkSession>(std::move(s), net.connectionExecutor(), *tls);
+    session->start();
+    return session;
+}
 
 DialConfig coordinatorDialConfig(const CoordinatorAddress &address, TlsCredentials credentials, LinkConfig link)
 {

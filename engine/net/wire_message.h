@@ -259,6 +259,24 @@ struct Leave
     bool operator==(const Leave &) const = default;
 };
 
+/// A node asks for a relayed link to `peerId` (neither can be dialled).
+struct RelayRequest
+{
+    std::string peerId;
+    bool operator==(const RelayRequest &) const = default;
+};
+
+/// The coordinator's answer to both ends of a relayed pair; an empty token is a refusal.
+struct RelayGrant
+{
+    std::string peerId;
+    std::string address; ///< "host:port" of the relay
+    std::string token;   ///< 16 bytes, single use
+    bool accept = false; ///< run TLS as the server (the peer dials)
+    std::string reason;  ///< why not, for a refusal
+    bool operator==(const RelayGrant &) const = default;
+};
+
 enum class CoordinatorErrorCode : uint8_t {
     Unspecified = 0,
     BadRequest = 1,
@@ -280,7 +298,7 @@ struct CoordinatorError
 /// Every message a link carries.
 using Message = std::variant<Hello, HelloAck, Ping, Pong, Goodbye, Activations, Gradients, RingChunk, WeightsRequest,
                              WeightsReply, StageError, Register, RegisterReply, Heartbeat, HeartbeatAck,
-                             AssignmentUpdate, Leave, CoordinatorError>;
+                             AssignmentUpdate, Leave, CoordinatorError, RelayRequest, RelayGrant>;
 
 /// "Activations", "Hello", ...
 std::string_view messageName(const Message &message);

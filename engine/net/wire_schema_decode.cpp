@@ -189,6 +189,12 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
         return AssignmentUpdate{fromWire(env.assignment_update().assignment())};
     case E::kLeave:
         return Leave{env.leave().reason()};
+    case E::kRelayRequest:
+        return RelayRequest{env.relay_request().peer_id()};
+    case E::kRelayGrant: {
+        const auto &g = env.relay_grant();
+        return RelayGrant{g.peer_id(), g.address(), g.token(), g.accept(), g.reason()};
+    }
     case E::kCoordinatorError: {
         const auto &c = env.coordinator_error();
         return CoordinatorError{CoordinatorErrorCode(std::clamp(int(c.code()), 0, 6)), c.reason()};

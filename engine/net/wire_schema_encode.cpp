@@ -206,6 +206,16 @@ struct ToEnvelope
         toWire(m.assignment, env.mutable_assignment_update()->mutable_assignment());
     }
     void operator()(const Leave &m) { env.mutable_leave()->set_reason(m.reason); }
+    void operator()(const RelayRequest &m) { env.mutable_relay_request()->set_peer_id(m.peerId); }
+    void operator()(const RelayGrant &m)
+    {
+        auto *g = env.mutable_relay_grant();
+        g->set_peer_id(m.peerId);
+        g->set_address(m.address);
+        g->set_token(m.token);
+        g->set_accept(m.accept);
+        g->set_reason(m.reason);
+    }
     void operator()(const CoordinatorError &m)
     {
         env.mutable_coordinator_error()->set_code(wire::CoordinatorErrorCode(int(m.code)));

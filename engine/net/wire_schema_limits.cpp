@@ -113,6 +113,15 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
         return checkAssignment(env.assignment_update().assignment(), limits);
     case E::kLeave:
         return checkStrings({{"reason", &env.leave().reason()}}, limits);
+    case E::kRelayRequest:
+        return checkStrings({{"peer id", &env.relay_request().peer_id()}}, limits);
+    case E::kRelayGrant: {
+        const auto &g = env.relay_grant();
+        if (!g.token().empty() && g.token().size() != 16)
+            return "a relay token has 16 bytes, not " + std::to_string(g.token().size());
+        return checkStrings({{"peer id", &g.peer_id()}, {"relay address", &g.address()}, {"reason", &g.reason()}},
+                            limits);
+    }
     case E::kCoordinatorError:
         return checkStrings({{"reason", &env.coordinator_error().reason()}}, limits);
     default:

@@ -11,6 +11,7 @@
 #include "engine/net/net_context.h"
 #include "engine/net/tls_credentials.h"
 #include "engine/net/wan_emulation.h"
+#include "engine/net/wire_message.h"
 
 namespace rookery::participant {
 
@@ -56,6 +57,10 @@ public:
         std::function<void(const std::string &peer, net::Message &&message)> message;
         std::function<void(const std::string &peer, bool up)> link;
         std::function<void(const std::string &peer)> writable;
+        /// Ask the coordinator for a relayed link to `peer` (RelayRequest): neither can
+        /// be dialled and this node is the one that asks. The grant comes back through
+        /// relayGranted().
+        std::function<void(const std::string &peer)> needRelay;
     };
 
     /// Starts listening at once; throws rookery::Error when it cannot.
@@ -74,6 +79,12 @@ public:
     /// `selfUnreachable` this node's own verdict), keeps links to peers still listed and
     /// closes the rest. Throws rookery::Error for a malformed address.
     void setPeers(const std::vector<PeerAddress> &peers, bool selfUnreachable = false);
+    /// A relay grant from the coordinator (to either end): links to the peer through the
+    /// relay, with mutual TLS end to end. Ignored for a peer that needs no relay.
+    void relayGranted(const net::RelayGrant &grant);
+    /// Asks again, at a growing back-off, for relayed links that are gone. Call it often
+    /// (every few hundred milliseconds).
+    void tick();
     /// Queues `message` on the link to `peer`; NotOpen when there is none right now.
     net::SendResult send(const std::string &peer, const net::Message &message);
     bool isUp(const std::string &peer) const;
@@ -83,6 +94,7 @@ public:
     struct State;
 
 private:
+    void setRelays(const std::vector<PeerAddress> &peers, bool selfUnreachable);
     std::shared_ptr<State> m;
 };
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
@@ -66,6 +67,7 @@ struct SwarmNode::Impl
     std::condition_variable wake;
     std::optional<coord::Registration> registration;
     std::optional<coord::Assignment> newAssignment;
+    std::vector<net::RelayGrant> relayGrants; ///< for the mesh, in the order they came
     std::string lastError;
 
     std::shared_ptr<device::Governor> governor; // outlives every stage and link
@@ -146,6 +148,12 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
         d.newAssignment = a;
         d.wake.notify_all();
     };
+    ce.relayGranted = [&d](const net::RelayGrant &g) {
+        std::lock_guard lock(d.mutex);
+        if (d.relayGrants.size() < 64) // a node has a handful of neighbours
+            d.relayGrants.push_back(g);
+        d.wake.notify_all();
+    };
     ce.error = [&d](const std::string &text) {
         log::warning("node", "coordinator: " + text);
         std::lock_guard lock(d.mutex);
@@ -204,6 +212,14 @@ std::optional<coord::Assignment> NodeRun::awaitEvents()
         openMesh(registration);
         lock.lock();
     }
+    if (m_mesh) {
+        const auto grants = std::exchange(m_node.relayGrants, {});
+        lock.unlock();
+        for (const auto &g : grants)
+            m_mesh->relayGranted(g);
+        m_mesh->tick();
+        lock.lock();
+    }
     if (m_mesh && m_node.newAssignment)
         return std::exchange(m_node.newAssignment, std::nullopt);
     return std::nullopt;
@@ -230,6 +246,10 @@ void NodeRun::openMesh(const coord::Registration &registration)
         d.wake.notify_all();
     };
     me.writable = [&d](const std::string &peer) { d.stage.writable(peer); };
+    me.needRelay = [this](const std::string &peer) {
+        if (!m_client->requestRelay(peer))
+            log::info("node", "cannot ask for a relay to " + peer.substr(0, 12) + " now: not registered");
+    };
     m_mesh = std::make_unique<PeerMesh>(m_net, mc, me);
     m_node.say("registered: run '" + m_run.runId + "', model " + m_run.model.name + ", " +
                std::to_string(m_run.totalSteps) + " steps");

@@ -24,7 +24,8 @@ public:
         m_process.start(test::programPath(QStringLiteral("rookery-coordinator")),
                         {QStringLiteral("--data-dir"), dataDir, QStringLiteral("--bind"), QStringLiteral("127.0.0.1"),
                          QStringLiteral("--port"), QString::number(port), QStringLiteral("--status-port"),
-                         QStringLiteral("0"), QStringLiteral("--heartbeat-ms"), QStringLiteral("100"),
+                         QStringLiteral("0"), QStringLiteral("--relay-port"), QStringLiteral("0"),
+                         QStringLiteral("--heartbeat-ms"), QStringLiteral("100"),
                          QStringLiteral("--heartbeat-timeout-ms"), QStringLiteral("2000"),
                          QStringLiteral("--first-plan-delay-ms"), QStringLiteral("0")});
         test::eventually([&] {

@@ -70,10 +70,10 @@ struct SwarmRun
     QProcess process;
     QString output;
     void read() { output += QString::fromUtf8(process.readAllStandardOutput()); }
-    bool start(const QString &workDir, bool quiet)
+    bool start(const QString &workDir, bool quiet, const QStringList &extra = {})
     {
         process.setProcessChannelMode(QProcess::MergedChannels);
-        process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(workDir, quiet));
+        process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(workDir, quiet) + extra);
         return process.waitForStarted();
     }
     bool waitFor(const std::function<bool()> &condition, std::chrono::milliseconds timeout)
@@ -103,10 +103,10 @@ class TestSwarm : public QObject
 {
     Q_OBJECT
 
-    void checkAccuracy(const SwarmRun &run)
+    void checkAccuracy(const SwarmRun &run, size_t clusters = 2)
     {
         const auto acc = run.finalAccuracies();
-        QVERIFY2(acc.size() == 2, qPrintable(run.output.right(3000)));
+        QVERIFY2(acc.size() == clusters, qPrintable(run.output.right(3000)));
         for (double a : acc) {
             qInfo("final test accuracy %.2f%%", a * 100);
             QVERIFY2(a >= 0.85, qPrintable(run.output.right(3000)));
@@ -128,6 +128,25 @@ private Q_SLOTS:
         QCOMPARE(run.output.count(QStringLiteral("stage 1/2")) + run.output.count(QStringLiteral("stage 2/2")) >= 4,
                  true);
         checkAccuracy(run);
+    }
+
+    // Every node advertises an address nobody can dial, as if behind NAT without a
+    // mapped port: the only way two stages can link is the coordinator's relay, with
+    // their mutual TLS end to end inside it.
+    void aPipelineTrainsThroughTheRelay()
+    {
+        QTemporaryDir dir;
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        // One cluster: the whole model's 2,000 steps (two clusters of two need 1,200 each).
+        QVERIFY(run.start(dir.path(), true,
+                          {QStringLiteral("--nodes"), QStringLiteral("2"), QStringLiteral("--steps"),
+                           QStringLiteral("2000"), QStringLiteral("--through-relay")}));
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        QVERIFY(run.output.contains(QStringLiteral("the run is complete")));
+        checkAccuracy(run, 1);
     }
 
     void killedNodeResumesFromItsCheckpoint()

@@ -58,6 +58,7 @@ inline coord::CoordinatorSettings testSettings(const std::filesystem::path &data
     s.bindAddress = "127.0.0.1";
     s.port = 0;
     s.statusPort = 0;
+    s.relayPort = 0;
     s.run.model = model::mlpSpec();
     s.run.microbatch = 64;
     s.heartbeatInterval = std::chrono::milliseconds(100);

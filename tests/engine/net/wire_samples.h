@@ -79,6 +79,9 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(AssignmentUpdate{AssignmentInfo{}});
     m.push_back(Leave{"shutting down"});
     m.push_back(CoordinatorError{CoordinatorErrorCode::Replay, "the registration nonce was seen before"});
+    m.push_back(RelayRequest{"bb22"});
+    m.push_back(RelayGrant{"aa11", "198.51.101.1:7402", std::string(16, '\x3c'), true, ""});
+    m.push_back(RelayGrant{"aa11", "", "", false, "the relay is full"});
     return m;
 }
 

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Internal to engine/participant: the PeerMesh's shared state, used by peer_mesh.cpp
+// (listening, dialling, events) and peer_mesh_relay.cpp (links through a relay).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "engine/common/log.h"
+#include "engine/net/listener.h"
+#include "engine/participant/peer_mesh.h"
+
+namespace rookery::participant {
+
+struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
+{
+    Config config;
+    Events events;
+    net::NetContext &context;
+    std::unique_ptr<net::Listener> listener;
+
+    mutable std::mutex mutex;
+    std::set<std::string> wanted;                              // peers of the current assignment
+    std::map<std::string, std::shared_ptr<net::Link>> dialled; // peers we dial (kept while wanted)
+    std::map<std::string, std::shared_ptr<net::Link>> open;    // the open link per peer
+    // Peers linked through a relay: neither end can be dialled (peer_mesh_relay.cpp).
+    struct Relay
+    {
+        bool asks = false; // this node asks for the grants (the smaller id); the peer waits
+        std::shared_ptr<net::Link> link;
+        std::chrono::steady_clock::time_point linkSince; // a link not open 20 s after this is dead
+        std::chrono::steady_clock::time_point nextAsk;
+        std::chrono::milliseconds backoff{1000};
+    };
+    std::map<std::string, Relay> relays;
+    net::LinkStats closedTotals;
+    std::condition_variable allClosed;
+    // Held while an event runs; the destructor takes it to detach, so that no event
+    // reaches the owner once ~PeerMesh has returned. (So an owner must not destroy the
+    // mesh while holding a lock its event handlers take.)
+    std::mutex eventsMutex;
+    bool detached = false;
+
+    explicit State(net::NetContext &c)
+        : context(c)
+    { }
+
+    void addStats(const net::LinkStats &s)
+    {
+        closedTotals.bytesSent += s.bytesSent;
+        closedTotals.bytesReceived += s.bytesReceived;
+        closedTotals.messagesSent += s.messagesSent;
+        closedTotals.messagesReceived += s.messagesReceived;
+    }
+
+    // The events every link gets: linkEvents(), behind the WAN emulation when a test
+    // switched it on.
+    net::LinkEvents wireEvents() { return net::emulateWan(context, config.wan, linkEvents()); }
+
+    net::LinkEvents linkEvents()
+    {
+        std::weak_ptr<State> weak = weak_from_this();
+        net::LinkEvents e;
+        e.opened = [weak](const std::shared_ptr<net::Link> &link) {
+            if (auto self = weak.lock())
+                self->onOpened(link);
+        };
+        e.message = [weak](const std::shared_ptr<net::Link> &link, net::Message &&message) {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            std::lock_guard events(self->eventsMutex);
+            if (!self->detached && self->events.message)
+                self->events.message(link->peer().nodeId, std::move(message));
+        };
+        e.writable = [weak](const std::shared_ptr<net::Link> &link) {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            std::lock_guard events(self->eventsMutex);
+            if (!self->detached && self->events.writable)
+                self->events.writable(link->peer().nodeId);
+        };
+        e.closed = [weak](const std::shared_ptr<net::Link> &link, const net::CloseInfo &info) {
+            if (auto self = weak.lock())
+                self->onClosed(link, info);
+        };
+        return e;
+    }
+
+    void onOpened(const std::shared_ptr<net::Link> &link)
+    {
+        const std::string peer = link->peer().nodeId;
+        if (link->peer().role == net::NodeRole::Coordinator) { // it checks that peers can dial us
+            log::info("mesh", "the coordinator reached this node at its advertised address: peers can dial it");
+            link->close("reachability check done");
+            return;
+        }
+        {
+            std::lock_guard lock(mutex);
+            if (!wanted.count(peer)) {
+                log::info("mesh", "closing a link from " + link->describe() + ": not a neighbour in our assignment");
+                link->close("not a neighbour in this assignment");
+                return;
+            }
+            auto &slot = open[peer];
+            if (slot && slot != link)
+                slot->close("replaced by a newer link");
+            slot = link;
+        }
+        std::lock_guard lock(eventsMutex);
+        if (!detached && events.link)
+            events.link(peer, true);
+    }
+
+    void onClosed(const std::shared_ptr<net::Link> &link, const net::CloseInfo &info)
+    {
+        const std::string peer = link->peer().nodeId;
+        bool wasOpen = false;
+        {
+            std::lock_guard lock(mutex);
+            auto it = open.find(peer);
+            if (it != open.end() && it->second == link) {
+                open.erase(it);
+                wasOpen = true;
+                if (open.empty())
+                    allClosed.notify_all();
+            }
+            addStats(link->stats());
+        }
+        if (wasOpen) {
+            log::info("mesh", "link to " + link->describe() + " closed: " + info.reason);
+            std::lock_guard lock(eventsMutex);
+            if (!detached && events.link)
+                events.link(peer, false);
+        }
+    }
+};
+
+} // namespace rookery::participant

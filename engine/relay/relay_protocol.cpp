@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/relay/relay_protocol.h"
+
+#include <algorithm>
+
+#include "engine/common/error.h"
+
+namespace rookery::relay {
+
+Token tokenFromBytes(std::string_view bytes)
+{
+    Token token{};
+    if (bytes.size() != token.size())
+        throw Error("a relay token has " + std::to_string(token.size()) + " bytes, not " +
+                    std::to_string(bytes.size()));
+    std::copy(bytes.begin(), bytes.end(), token.begin());
+    return token;
+}
+
+std::string tokenToBytes(const Token &token) { return std::string(token.begin(), token.end()); }
+
+std::string relayPreamble(const Token &token) { return net::relayPreamble(tokenToBytes(token)); }
+
+} // namespace rookery::relay

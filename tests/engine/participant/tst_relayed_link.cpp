@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Two peer meshes that cannot dial each other link through a relay: the one with the
+// smaller id asks, both get grants, and their mutual TLS runs end to end over the
+// spliced stream. The relay sees only TLS records: a known message crosses, and its
+// text is nowhere in the bytes the relay copied. Loopback only.
+#include <QtTest>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/net/certificate_authority.h"
+#include "engine/net/identity.h"
+#include "engine/participant/peer_mesh.h"
+#include "engine/relay/relay_server.h"
+#include "tests/support/test_support.h"
+
+using namespace rookery;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Node
+{
+    net::Identity identity = net::Identity::generate();
+    std::unique_ptr<participant::PeerMesh> mesh;
+    std::mutex mutex;
+    std::vector<std::string> asked;     // peers it asked a relay for
+    std::vector<net::Message> received; // from its peer
+
+    Node(net::NetContext &net, const net::CertificateAuthority &ca)
+    {
+        participant::PeerMesh::Config c;
+        c.nodeId = identity.nodeId();
+        c.credentials = {ca.issue(identity.publicKeyPem()), identity.privateKeyPem(), ca.certificatePem()};
+        participant::PeerMesh::Events e;
+        e.message = [this](const std::string &, net::Message &&m) {
+            std::lock_guard lock(mutex);
+            received.push_back(std::move(m));
+        };
+        e.needRelay = [this](const std::string &peer) {
+            std::lock_guard lock(mutex);
+            asked.push_back(peer);
+        };
+        mesh = std::make_unique<participant::PeerMesh>(net, c, e);
+    }
+    ~Node() { mesh.reset(); }
+    // As the coordinator lists it when its check could not dial it.
+    participant::PeerAddress behindNat() const { return {identity.nodeId(), "127.0.0.1:1", true}; }
+    size_t askedCount()
+    {
+        std::lock_guard lock(mutex);
+        return asked.size();
+    }
+};
+
+} // namespace
+
+class TestRelayedLink : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void onlyCiphertextCrossesTheRelay()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        relay::RelayServer server({});
+        std::mutex tapMutex;
+        std::string copied; // every byte the relay copied, both ways
+        server.setTap([&](const uint8_t *data, size_t size) {
+            std::lock_guard lock(tapMutex);
+            copied.append(reinterpret_cast<const char *>(data), size);
+        });
+        net::NetContext net;
+        Node a(net, ca), b(net, ca);
+        Node &asker = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+        Node &waiter = &asker == &a ? b : a;
+        asker.mesh->setPeers({waiter.behindNat()}, true);
+        waiter.mesh->setPeers({asker.behindNat()}, true);
+        QCOMPARE(asker.askedCount(), size_t(1)); // the smaller id asks, at once
+        QCOMPARE(waiter.askedCount(), size_t(0));
+
+        // What the coordinator does with the request: a pair of tickets, one to each.
+        const auto [dialerToken, acceptorToken] = server.expectPair(asker.identity.nodeId(), waiter.identity.nodeId());
+        const std::string relayAddress = "127.0.0.1:" + std::to_string(server.port());
+        asker.mesh->relayGranted({waiter.identity.nodeId(), relayAddress, relay::tokenToBytes(dialerToken), false, {}});
+        waiter.mesh->relayGranted(
+            {asker.identity.nodeId(), relayAddress, relay::tokenToBytes(acceptorToken), true, {}});
+        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
+        QVERIFY(test::waitFor([&] { return waiter.mesh->isUp(asker.identity.nodeId()); }, 15s));
+
+        const std::string secret = "a stage error nobody between us may read: 5f3c8a";
+        QCOMPARE(asker.mesh->send(waiter.identity.nodeId(), net::StageError{0, 7, secret}), net::SendResult::Queued);
+        QVERIFY(test::waitFor(
+            [&] {
+                std::lock_guard lock(waiter.mutex);
+                return !waiter.received.empty();
+            },
+            10s));
+        {
+            std::lock_guard lock(waiter.mutex);
+            const auto *e = std::get_if<net::StageError>(&waiter.received.front());
+            QVERIFY(e && e->reason == secret);
+        }
+        std::lock_guard lock(tapMutex);
+        QVERIFY(copied.size() > 1000); // handshakes and the message went through it
+        QVERIFY(copied.find(secret) == std::string::npos);
+        QVERIFY(copied.find("rookery") == std::string::npos); // not even the WebSocket upgrade
+        // TLS records from the first byte: a handshake record (0x16 0x03 0x01).
+        QCOMPARE(uint8_t(copied[0]), uint8_t(0x16));
+        QVERIFY(server.counters().bytesRelayed >= copied.size());
+    }
+
+    // A refusal (the relay is full, the peer is gone) is said and asked again later,
+    // not retried in a loop.
+    void aRefusedRelayIsAskedAgainLater()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        net::NetContext net;
+        Node a(net, ca), b(net, ca);
+        Node &asker = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+        Node &waiter = &asker == &a ? b : a;
+        asker.mesh->setPeers({waiter.behindNat()}, true);
+        asker.mesh->relayGranted({waiter.identity.nodeId(), {}, {}, false, "the relay is full"});
+        asker.mesh->tick();
+        QCOMPARE(asker.askedCount(), size_t(1)); // the back-off holds the next ask
+        QVERIFY(test::waitFor(
+            [&] {
+                asker.mesh->tick();
+                return asker.askedCount() == 2;
+            },
+            5s));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRelayedLink)
+#include "tst_relayed_link.moc"
