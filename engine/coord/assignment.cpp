@@ -74,7 +74,8 @@ std::string Assignment::describe() const
         if (!weightsFrom.empty())
             s += ", weights from " + weightsFrom.nodeId.substr(0, 12);
     } else if (!reason.empty()) {
-        s += ": " + reason;
+        // Reasons often begin with the state's own word ("waiting: registered; ..."): once.
+        s = reason.rfind(s, 0) == 0 ? reason : s + ": " + reason;
     }
     return s + " (v" + std::to_string(version) + ")";
 }

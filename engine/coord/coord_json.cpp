@@ -12,14 +12,19 @@ using nlohmann::json;
 
 json peerJson(const PeerRef &p)
 {
-    return p.empty() ? json(nullptr) : json{{"node_id", p.nodeId}, {"address", p.address}};
+    if (p.empty())
+        return nullptr;
+    json j{{"node_id", p.nodeId}, {"address", p.address}};
+    if (p.unreachable)
+        j["unreachable"] = true;
+    return j;
 }
 
 PeerRef peerFrom(const json &j)
 {
     if (j.is_null())
         return {};
-    return {j.at("node_id").get<std::string>(), j.at("address").get<std::string>()};
+    return {j.at("node_id").get<std::string>(), j.at("address").get<std::string>(), j.value("unreachable", false)};
 }
 
 AssignmentState stateFrom(const std::string &name)
@@ -59,7 +64,8 @@ std::string toJson(const Assignment &a)
                 {"rings", rings},
                 {"shard_index", a.shard.index},
                 {"shard_count", a.shard.count},
-                {"weights_from", peerJson(a.weightsFrom)}}
+                {"weights_from", peerJson(a.weightsFrom)},
+                {"unreachable", a.unreachable}}
         .dump();
 }
 
@@ -91,6 +97,7 @@ Assignment assignmentFromJson(std::string_view text)
         }
         a.shard = {j.at("shard_index").get<int>(), j.at("shard_count").get<int>()};
         a.weightsFrom = peerFrom(j.at("weights_from"));
+        a.unreachable = j.value("unreachable", false); // rows written before version 0.1.1 lack it
         return a;
     } catch (const json::exception &e) {
         throw Error(std::string("a stored assignment is malformed: ") + e.what());

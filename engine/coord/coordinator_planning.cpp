@@ -84,7 +84,11 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
         if (!holdSince)
             holdSince = now;
         const bool everyoneHere = settings.expectNodes > 0 && plan.size() >= size_t(settings.expectNodes);
-        if (now - *holdSince >= settings.firstPlanDelay || everyoneHere)
+        // Who can be dialled decides who dials whom: a first plan made before the checks
+        // end sends nodes dialling addresses behind NAT until the verdicts re-publish.
+        const bool verdictsIn = registry->checkingCount() == 0 ||
+                                now - *holdSince >= settings.reachabilityTimeout + std::chrono::seconds(2);
+        if ((now - *holdSince >= settings.firstPlanDelay || everyoneHere) && verdictsIn)
             full = true;
     } else if (!plan.isWorking()) {
         holdSince.reset();

@@ -104,8 +104,13 @@ void NodeRegistry::restore(const StoredState &state, const std::vector<std::stri
         }
         r->firstSeenMs = v.firstSeenMs;
         r->lastSeenMs = v.lastSeenMs;
-        if (const auto it = state.assignments.find(v.nodeId); it != state.assignments.end())
+        if (const auto it = state.assignments.find(v.nodeId); it != state.assignments.end()) {
             r->assignment = it->second;
+            // The last verdict stands until the node is checked again: who dials whom
+            // stays as it was across a coordinator restart.
+            if (r->assignment.unreachable)
+                r->reachability = Reachability::Unreachable;
+        }
         r->inPlanner = inPlan.count(v.nodeId) > 0;
         const Presence stored = presenceFromName(v.presence);
         if (r->inPlanner && (stored == Presence::Online || stored == Presence::Lost)) {
@@ -168,8 +173,10 @@ void NodeRegistry::setReachability(const std::string &nodeId, const std::string 
             return; // it moved since: a newer check is under way
         Record &r = *it->second;
         const Reachability verdict = reachable ? Reachability::Direct : Reachability::Unreachable;
-        // Peers decide who dials by it: re-publish when it moves to or from unreachable.
-        if ((verdict == Reachability::Unreachable) != (r.reachability == Reachability::Unreachable))
+        // Peers decide who dials by it: re-publish when it moves to or from unreachable,
+        // and after a first verdict (a first plan may wait for it).
+        if ((verdict == Reachability::Unreachable) != (r.reachability == Reachability::Unreachable) ||
+            r.reachability == Reachability::Checking)
             m_hooks.addressesChanged();
         r.reachability = verdict;
         r.reachabilityNote = note;
@@ -189,6 +196,14 @@ std::set<std::string> NodeRegistry::unreachable() const
         if (r->reachability == Reachability::Unreachable)
             out.insert(out.end(), id);
     return out;
+}
+
+size_t NodeRegistry::checkingCount() const
+{
+    std::lock_guard lock(m_mutex);
+    return size_t(std::count_if(m_nodes.begin(), m_nodes.end(), [](const auto &e) {
+        return e.second->presence == Presence::Online && e.second->reachability == Reachability::Checking;
+    }));
 }
 
 std::map<std::string, std::string> NodeRegistry::addresses() const

@@ -145,6 +145,8 @@ public:
     std::map<std::string, std::string> addresses() const;
     /// The nodes the reachability check could not dial.
     std::set<std::string> unreachable() const;
+    /// Online nodes whose reachability check is under way.
+    size_t checkingCount() const;
     /// The latest report of every online node that sent one since the last call.
     std::vector<StoredMetric> takeMetrics(int64_t atMs);
 

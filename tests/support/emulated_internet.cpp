@@ -189,7 +189,7 @@ EmulatedInternet::~EmulatedInternet()
 
 QString EmulatedInternet::ns(Site site) const
 {
-    static const char *const suffix[] = {"-pub", "-ra", "-rb", "-ha", "-hb"};
+    static const char *const suffix[] = {"-pub", "-ra", "-rb", "-ha1", "-ha2", "-hb1", "-hb2"};
     return m_base + QLatin1String(suffix[int(site)]);
 }
 
@@ -213,7 +213,7 @@ NetnsProcess &EmulatedInternet::start(Site site, const QString &name, const QStr
 QString EmulatedInternet::setUp()
 {
     const QString pub = ns(Site::Public);
-    for (Site s : {Site::Public, Site::RouterA, Site::RouterB, Site::HomeA, Site::HomeB}) {
+    for (Site s : {Site::Public, Site::RouterA, Site::RouterB, Site::HomeA1, Site::HomeA2, Site::HomeB1, Site::HomeB2}) {
         if (ip({"netns", "add", ns(s)}) != 0)
             return "ip netns add " + ns(s) + " failed";
         m_made.push_back(ns(s));
@@ -229,33 +229,49 @@ QString EmulatedInternet::setUp()
         if (ip(step) != 0)
             return "ip " + step.join(' ') + " failed";
     }
-    if (QString e = setUpRouter(Site::RouterA, Site::HomeA, in::kRouterAWan, in::kRouterALan, in::kHomeA); !e.isEmpty())
+    if (QString e = setUpRouter(Site::RouterA, in::kRouterAWan, in::kRouterALan, {Site::HomeA1, in::kHomeA1},
+                                {Site::HomeA2, in::kHomeA2});
+        !e.isEmpty())
         return e;
-    if (QString e = setUpRouter(Site::RouterB, Site::HomeB, in::kRouterBWan, in::kRouterBLan, in::kHomeB); !e.isEmpty())
+    if (QString e = setUpRouter(Site::RouterB, in::kRouterBWan, in::kRouterBLan, {Site::HomeB1, in::kHomeB1},
+                                {Site::HomeB2, in::kHomeB2});
+        !e.isEmpty())
         return e;
     return startMiniupnpd();
 }
 
-QString EmulatedInternet::setUpRouter(Site router, Site home, const char *wan, const char *lan, const char *host)
+// The router's LAN is a bridge (lan0, as a home router's switch ports) with one veth per
+// home machine; the router's rules name lan0 and wan0 only.
+QString EmulatedInternet::setUpRouter(Site router, const char *wan, const char *lan, std::pair<Site, const char *> home1,
+                                      std::pair<Site, const char *> home2)
 {
-    const QString r = ns(router), h = ns(home), pub = ns(Site::Public);
+    const QString r = ns(router), pub = ns(Site::Public);
     const QString port = router == Site::RouterA ? QStringLiteral("ra") : QStringLiteral("rb"); // its bridge port
     // The veth pairs are made inside the namespaces: nothing appears in the machine's own.
-    const QList<QStringList> steps{
+    QList<QStringList> steps{
         {"-n", r, "link", "add", "wan0", "type", "veth", "peer", "name", port, "netns", pub},
         {"-n", pub, "link", "set", port, "master", "br0"},
         {"-n", pub, "link", "set", port, "up"},
-        {"-n", r, "link", "add", "lan0", "type", "veth", "peer", "name", "eth0", "netns", h},
+        {"-n", r, "link", "add", "lan0", "type", "bridge"},
         {"-n", r, "addr", "add", QString(wan) + "/24", "dev", "wan0"},
         {"-n", r, "addr", "add", QString(lan) + "/24", "dev", "lan0"},
         {"-n", r, "link", "set", "lo", "up"},
         {"-n", r, "link", "set", "wan0", "up"},
         {"-n", r, "link", "set", "lan0", "up"},
-        {"-n", h, "addr", "add", QString(host) + "/24", "dev", "eth0"},
-        {"-n", h, "link", "set", "lo", "up"},
-        {"-n", h, "link", "set", "eth0", "up"},
-        {"-n", h, "route", "add", "default", "via", lan},
     };
+    int n = 0;
+    for (const auto &[site, host] : {home1, home2}) {
+        const QString h = ns(site), lanPort = QStringLiteral("lan%1").arg(++n);
+        steps += QList<QStringList>{
+            {"-n", r, "link", "add", lanPort, "type", "veth", "peer", "name", "eth0", "netns", h},
+            {"-n", r, "link", "set", lanPort, "master", "lan0"},
+            {"-n", r, "link", "set", lanPort, "up"},
+            {"-n", h, "addr", "add", QString(host) + "/24", "dev", "eth0"},
+            {"-n", h, "link", "set", "lo", "up"},
+            {"-n", h, "link", "set", "eth0", "up"},
+            {"-n", h, "route", "add", "default", "via", lan},
+        };
+    }
     for (const QStringList &step : steps) {
         if (ip(step) != 0)
             return "ip " + step.join(' ') + " failed";
@@ -306,6 +322,25 @@ QString EmulatedInternet::redirectionsA() const
     return out;
 }
 
+bool EmulatedInternet::canConnect(Site from, const QString &host, int port, QString *why) const
+{
+    // bash's /dev/tcp: a TCP handshake and nothing more (the peer port speaks TLS).
+    QString out;
+    const int rc = exec(from,
+                        {"timeout", "5", "bash", "-c", QStringLiteral("exec 3<>/dev/tcp/%1/%2").arg(host).arg(port)},
+                        &out);
+    if (why)
+        *why = rc == 124 ? QStringLiteral("no answer within 5 s") : out.trimmed();
+    return rc == 0;
+}
+
+QString EmulatedInternet::pinholesA() const
+{
+    QString out;
+    exec(Site::RouterA, {"nft", "list", "chain", "inet", "filter", "miniupnpd"}, &out);
+    return out;
+}
+
 QString EmulatedInternet::miniupnpdLog() const
 {
     QFile f(filePath(QStringLiteral("miniupnpd.log")));
@@ -315,13 +350,17 @@ QString EmulatedInternet::miniupnpdLog() const
 QString EmulatedInternet::describe() const
 {
     const auto a = [](const char *text) { return QString::fromLatin1(text); };
+    const auto home = [&](const char *name, Site site, const char *host, const char *gateway) {
+        return QStringLiteral("  home %1 %2: eth0 %3/24, default via %4\n").arg(a(name), ns(site), a(host), a(gateway));
+    };
     return "public " + ns(Site::Public) + ": bridge br0, coordinator " + a(in::kCoordinator) + "/24\n" + "router A " +
-           ns(Site::RouterA) + ": wan0 " + a(in::kRouterAWan) + "/24 (tbf " + a(in::kUplinkRate) + "), lan0 " +
-           a(in::kRouterALan) + "/24, nftables masquerade, miniupnpd (UPnP IGD + NAT-PMP)\n" + "  home A " +
-           ns(Site::HomeA) + ": eth0 " + a(in::kHomeA) + "/24, default via " + a(in::kRouterALan) + "\n" + "router B " +
-           ns(Site::RouterB) + ": wan0 " + a(in::kRouterBWan) + "/24 (tbf " + a(in::kUplinkRate) + "), lan0 " +
-           a(in::kRouterBLan) + "/24, nftables masquerade, no port mapping\n" + "  home B " + ns(Site::HomeB) +
-           ": eth0 " + a(in::kHomeB) + "/24, default via " + a(in::kRouterBLan);
+           ns(Site::RouterA) + ": wan0 " + a(in::kRouterAWan) + "/24 (tbf " + a(in::kUplinkRate) + "), bridge lan0 " +
+           a(in::kRouterALan) + "/24, nftables masquerade, miniupnpd (UPnP IGD + NAT-PMP)\n" +
+           home("A1", Site::HomeA1, in::kHomeA1, in::kRouterALan) +
+           home("A2", Site::HomeA2, in::kHomeA2, in::kRouterALan) + "router B " + ns(Site::RouterB) + ": wan0 " +
+           a(in::kRouterBWan) + "/24 (tbf " + a(in::kUplinkRate) + "), bridge lan0 " + a(in::kRouterBLan) +
+           "/24, nftables masquerade, no port mapping\n" + home("B1", Site::HomeB1, in::kHomeB1, in::kRouterBLan) +
+           home("B2", Site::HomeB2, in::kHomeB2, in::kRouterBLan).chopped(1);
 }
 
 } // namespace rookery::test

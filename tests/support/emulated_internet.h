@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // A small internet in network namespaces, for tests of nodes at home behind NAT: a
 // public segment (a bridge) with the coordinator, and two home routers on it that
-// masquerade their LAN with nftables, each with one home machine behind it. Router A
-// runs miniupnpd (UPnP IGD and NAT-PMP), router B none; both cap their uplink with tbf.
+// masquerade their LAN with nftables, each with two home machines behind it on a LAN
+// bridge. Router A runs miniupnpd (UPnP IGD and NAT-PMP), router B none; both cap their
+// uplink with tbf. Neither router forwards from its LAN to its own WAN address's mapped
+// ports ("hairpin NAT"): miniupnpd's nftables rules match only packets that come in on
+// the WAN interface, and the test checks that as a fact (canConnect()).
 // Needs root, `ip netns`, nft, tc and miniupnpd; nothing touches the machine's own
 // network, and everything is removed when the object goes.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <QString>
@@ -28,10 +32,12 @@ namespace internet {
 inline constexpr const char *kCoordinator = "198.51.101.1"; ///< on the public bridge
 inline constexpr const char *kRouterAWan = "198.51.101.10";
 inline constexpr const char *kRouterALan = "10.77.1.1";
-inline constexpr const char *kHomeA = "10.77.1.2";
+inline constexpr const char *kHomeA1 = "10.77.1.2";
+inline constexpr const char *kHomeA2 = "10.77.1.3";
 inline constexpr const char *kRouterBWan = "198.51.101.20";
 inline constexpr const char *kRouterBLan = "10.77.2.1";
-inline constexpr const char *kHomeB = "10.77.2.2";
+inline constexpr const char *kHomeB1 = "10.77.2.2";
+inline constexpr const char *kHomeB2 = "10.77.2.3";
 inline constexpr const char *kUplinkRate = "50mbit"; ///< tbf on each router's WAN egress
 } // namespace internet
 
@@ -65,7 +71,7 @@ private:
 class EmulatedInternet
 {
 public:
-    enum class Site { Public, RouterA, RouterB, HomeA, HomeB };
+    enum class Site { Public, RouterA, RouterB, HomeA1, HomeA2, HomeB1, HomeB2 };
 
     EmulatedInternet();
     ~EmulatedInternet(); ///< stops every process started here, then deletes the namespaces
@@ -84,15 +90,22 @@ public:
     /// Its output goes to filePath(name + ".log").
     NetnsProcess &start(Site site, const QString &name, const QString &program, const QStringList &args);
 
+    /// Whether a TCP connection from `from` to host:port is accepted within 5 s; `why`
+    /// gets the shell's complaint when not.
+    bool canConnect(Site from, const QString &host, int port, QString *why = nullptr) const;
+
     /// miniupnpd's redirections on router A (the DNAT rules in its nftables chain).
     QString redirectionsA() const;
+    /// miniupnpd's forwarding rules on router A (its filter chain).
+    QString pinholesA() const;
     QString miniupnpdLog() const;
     /// The topology in a few lines, for the test's log.
     QString describe() const;
 
 private:
     QString setUp();
-    QString setUpRouter(Site router, Site home, const char *wan, const char *lan, const char *host);
+    QString setUpRouter(Site router, const char *wan, const char *lan, std::pair<Site, const char *> home1,
+                        std::pair<Site, const char *> home2);
     QString startMiniupnpd();
 
     QTemporaryDir m_dir;

@@ -59,6 +59,9 @@ inline coord::CoordinatorSettings testSettings(const std::filesystem::path &data
     s.port = 0;
     s.statusPort = 0;
     s.relayPort = 0;
+    // Test nodes advertise ports nobody listens on: their checks fail within this, and a
+    // first plan waits for the verdicts.
+    s.reachabilityTimeout = std::chrono::milliseconds(1000);
     s.run.model = model::mlpSpec();
     s.run.microbatch = 64;
     s.heartbeatInterval = std::chrono::milliseconds(100);
