@@ -151,7 +151,8 @@ constexpr Home kHomes[] = {{Site::HomeA1, "home-a1", in::kHomeA1},
 // A node's final accuracy, from its `done:` line (first stages only), or -1.
 double finalAccuracy(const QString &output)
 {
-    static const QRegularExpression done(QStringLiteral("done: cluster (\\d+) at step (\\d+): test accuracy ([0-9.]+)%"));
+    static const QRegularExpression done(
+        QStringLiteral("done: cluster (\\d+) at step (\\d+): test accuracy ([0-9.]+)%"));
     const auto m = done.match(output);
     return m.hasMatch() ? m.captured(3).toDouble() / 100.0 : -1;
 }
@@ -269,12 +270,30 @@ private Q_SLOTS:
         // plans once all four are in (the long first plan delay keeps it from planning for
         // fewer).
         const QString coordDir = m_net->filePath(QStringLiteral("coordinator"));
-        m_coordinator = &m_net->start(
-            Site::Public, QStringLiteral("coordinator"), absoluteProgram(QStringLiteral("rookery-coordinator")),
-            {"--data-dir", coordDir, "--public-host", in::kCoordinator, "--port", "7400", "--status-port",
-             QString::number(kStatusPort), "--relay-port", QString::number(kRelayPort), "--expect-nodes", "4",
-             "--cluster-size", "2", "--first-plan-delay-ms", "60000", "--steps", "1200", "--averaging-interval", "10",
-             "--reachability-timeout", QString::number(kReachabilityTimeoutS)});
+        m_coordinator = &m_net->start(Site::Public, QStringLiteral("coordinator"),
+                                      absoluteProgram(QStringLiteral("rookery-coordinator")),
+                                      {"--data-dir",
+                                       coordDir,
+                                       "--public-host",
+                                       in::kCoordinator,
+                                       "--port",
+                                       "7400",
+                                       "--status-port",
+                                       QString::number(kStatusPort),
+                                       "--relay-port",
+                                       QString::number(kRelayPort),
+                                       "--expect-nodes",
+                                       "4",
+                                       "--cluster-size",
+                                       "2",
+                                       "--first-plan-delay-ms",
+                                       "60000",
+                                       "--steps",
+                                       "1200",
+                                       "--averaging-interval",
+                                       "10",
+                                       "--reachability-timeout",
+                                       QString::number(kReachabilityTimeoutS)});
         const auto listening = [&] { return m_coordinator->output().contains(QStringLiteral("address: wss://")); };
         test::waitFor([&] { return listening() || !m_coordinator->running(); }, 30s);
         QVERIFY2(listening(), qPrintable(logs()));
@@ -322,7 +341,9 @@ private Q_SLOTS:
     void mappedNodesAreDirect()
     {
         const bool verdicts = m_status->waitUntil(
-            [&](const QJsonObject &) { return checked(m_status->node("home-a1")) && checked(m_status->node("home-a2")); },
+            [&](const QJsonObject &) {
+                return checked(m_status->node("home-a1")) && checked(m_status->node("home-a2"));
+            },
             std::chrono::seconds(kReachabilityTimeoutS + 20));
         QVERIFY2(verdicts, qPrintable("no verdict on A1 or A2:\n  " + brief(m_status->node("home-a1")) + "\n  " +
                                       brief(m_status->node("home-a2")) + logs()));
@@ -348,7 +369,9 @@ private Q_SLOTS:
     void natNodesAreUnreachable()
     {
         const bool verdicts = m_status->waitUntil(
-            [&](const QJsonObject &) { return checked(m_status->node("home-b1")) && checked(m_status->node("home-b2")); },
+            [&](const QJsonObject &) {
+                return checked(m_status->node("home-b1")) && checked(m_status->node("home-b2"));
+            },
             std::chrono::seconds(kReachabilityTimeoutS + 30));
         QVERIFY2(verdicts, qPrintable("no verdict on B1 or B2:\n  " + brief(m_status->node("home-b1")) + "\n  " +
                                       brief(m_status->node("home-b2")) + logs()));

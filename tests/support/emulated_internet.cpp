@@ -213,7 +213,8 @@ NetnsProcess &EmulatedInternet::start(Site site, const QString &name, const QStr
 QString EmulatedInternet::setUp()
 {
     const QString pub = ns(Site::Public);
-    for (Site s : {Site::Public, Site::RouterA, Site::RouterB, Site::HomeA1, Site::HomeA2, Site::HomeB1, Site::HomeB2}) {
+    for (Site s :
+         {Site::Public, Site::RouterA, Site::RouterB, Site::HomeA1, Site::HomeA2, Site::HomeB1, Site::HomeB2}) {
         if (ip({"netns", "add", ns(s)}) != 0)
             return "ip netns add " + ns(s) + " failed";
         m_made.push_back(ns(s));
@@ -242,8 +243,8 @@ QString EmulatedInternet::setUp()
 
 // The router's LAN is a bridge (lan0, as a home router's switch ports) with one veth per
 // home machine; the router's rules name lan0 and wan0 only.
-QString EmulatedInternet::setUpRouter(Site router, const char *wan, const char *lan, std::pair<Site, const char *> home1,
-                                      std::pair<Site, const char *> home2)
+QString EmulatedInternet::setUpRouter(Site router, const char *wan, const char *lan,
+                                      std::pair<Site, const char *> home1, std::pair<Site, const char *> home2)
 {
     const QString r = ns(router), pub = ns(Site::Public);
     const QString port = router == Site::RouterA ? QStringLiteral("ra") : QStringLiteral("rb"); // its bridge port
@@ -326,9 +327,8 @@ bool EmulatedInternet::canConnect(Site from, const QString &host, int port, QStr
 {
     // bash's /dev/tcp: a TCP handshake and nothing more (the peer port speaks TLS).
     QString out;
-    const int rc = exec(from,
-                        {"timeout", "5", "bash", "-c", QStringLiteral("exec 3<>/dev/tcp/%1/%2").arg(host).arg(port)},
-                        &out);
+    const int rc =
+        exec(from, {"timeout", "5", "bash", "-c", QStringLiteral("exec 3<>/dev/tcp/%1/%2").arg(host).arg(port)}, &out);
     if (why)
         *why = rc == 124 ? QStringLiteral("no answer within 5 s") : out.trimmed();
     return rc == 0;
