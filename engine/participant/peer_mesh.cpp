@@ -85,6 +85,7 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &peers, bool selfUnreacha
         for (auto it = m->dialled.begin(); it != m->dialled.end();) {
             if (!m->wanted.count(it->first) || !dialNow.count(it->first)) { // gone, or it dials us now
                 toClose.push_back(it->second);
+                m->dialledSince.erase(it->first);
                 it = m->dialled.erase(it);
             } else {
                 ++it;
@@ -114,6 +115,7 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &peers, bool selfUnreacha
         auto link = net::dial(m->context, dc, m->wireEvents());
         std::lock_guard lock(m->mutex);
         m->dialled[peer.nodeId] = link;
+        m->dialledSince[peer.nodeId] = std::chrono::steady_clock::now();
     }
 }
 

@@ -48,6 +48,10 @@ public:
         uint16_t port = 0; ///< 0: ephemeral
         net::TlsCredentials credentials;
         net::LinkConfig link;
+        /// A peer this node dials that has not linked for this long is asked for through
+        /// the relay too: its address can be right and still not reachable from here (two
+        /// volunteers behind one router without hairpin NAT).
+        std::chrono::milliseconds relayFallbackAfter{20'000};
         /// Testing only (ROOKERY_WAN_EMULATION): every link's incoming messages are
         /// held back as over an internet path. Off by default.
         net::WanEmulationConfig wan;

@@ -30,9 +30,9 @@ void PeerMesh::setRelays(const std::vector<PeerAddress> &peers, bool selfUnreach
         std::lock_guard lock(m->mutex);
         std::map<std::string, State::Relay> next;
         for (const auto &p : peers) {
-            if (!selfUnreachable || !p.unreachable)
-                continue;
             auto it = m->relays.find(p.nodeId);
+            if ((!selfUnreachable || !p.unreachable) && it == m->relays.end())
+                continue; // dialled directly (a relay it falls back to stays below)
             if (it != m->relays.end()) {
                 next.emplace(p.nodeId, std::move(it->second));
                 m->relays.erase(it);
@@ -61,7 +61,25 @@ void PeerMesh::tick()
     {
         std::lock_guard lock(m->mutex);
         const auto now = Clock::now();
+        // A peer dialled in vain for a while: its address may be right and still out of
+        // reach from here (behind the same router, without hairpin NAT). Try the relay.
+        for (const auto &[peer, since] : m->dialledSince) {
+            const auto open = m->open.find(peer);
+            if (now - since < m->config.relayFallbackAfter || m->relays.count(peer) ||
+                (open != m->open.end() && open->second->isOpen()))
+                continue;
+            State::Relay r;
+            r.asks = true;
+            r.nextAsk = now;
+            m->relays.emplace(peer, std::move(r));
+            log::info("mesh", "no direct link to peer " + shortId(peer) + " after " +
+                                  std::to_string(m->config.relayFallbackAfter.count() / 1000) +
+                                  " s: asking for one through the coordinator's relay as well");
+        }
         for (auto &[peer, r] : m->relays) {
+            const auto open = m->open.find(peer);
+            if (!r.link && open != m->open.end() && open->second->isOpen())
+                continue; // linked directly after all
             // The relay waits at most 15 s for the pair, the handshake at most 10 s.
             if (r.link && !r.link->isOpen() && now - r.linkSince > std::chrono::seconds(20))
                 r.link.reset();
@@ -127,8 +145,12 @@ void PeerMesh::relayGranted(const net::RelayGrant &grant)
         std::lock_guard lock(m->mutex);
         auto it = m->relays.find(grant.peerId);
         if (it == m->relays.end()) {
-            log::info("mesh", "ignoring a relay grant for " + shortId(grant.peerId) + ": not a relayed neighbour");
-            return;
+            if (!m->wanted.count(grant.peerId)) {
+                log::info("mesh", "ignoring a relay grant for " + shortId(grant.peerId) + ": not a neighbour");
+                return;
+            }
+            // A neighbour that cannot reach this node directly asked for the relay.
+            it = m->relays.emplace(grant.peerId, State::Relay{}).first;
         }
         replaced = std::move(it->second.link);
     }

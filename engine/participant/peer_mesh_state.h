@@ -25,7 +25,8 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     mutable std::mutex mutex;
     std::set<std::string> wanted;                              // peers of the current assignment
     std::map<std::string, std::shared_ptr<net::Link>> dialled; // peers we dial (kept while wanted)
-    std::map<std::string, std::shared_ptr<net::Link>> open;    // the open link per peer
+    std::map<std::string, std::chrono::steady_clock::time_point> dialledSince;
+    std::map<std::string, std::shared_ptr<net::Link>> open; // the open link per peer
     // Peers linked through a relay: neither end can be dialled (peer_mesh_relay.cpp).
     struct Relay
     {

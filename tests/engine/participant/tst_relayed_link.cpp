@@ -28,9 +28,11 @@ struct Node
     std::vector<std::string> asked;     // peers it asked a relay for
     std::vector<net::Message> received; // from its peer
 
-    Node(net::NetContext &net, const net::CertificateAuthority &ca)
+    Node(net::NetContext &net, const net::CertificateAuthority &ca,
+         std::chrono::milliseconds relayFallbackAfter = std::chrono::seconds(20))
     {
         participant::PeerMesh::Config c;
+        c.relayFallbackAfter = relayFallbackAfter;
         c.nodeId = identity.nodeId();
         c.credentials = {ca.issue(identity.publicKeyPem()), identity.privateKeyPem(), ca.certificatePem()};
         participant::PeerMesh::Events e;
@@ -109,6 +111,35 @@ private Q_SLOTS:
         // TLS records from the first byte: a handshake record (0x16 0x03 0x01).
         QCOMPARE(uint8_t(copied[0]), uint8_t(0x16));
         QVERIFY(server.counters().bytesRelayed >= copied.size());
+    }
+
+    // Two volunteers behind one router without hairpin NAT: the address the coordinator
+    // gives is right, yet the one that dials cannot reach it from inside. After a while
+    // without a link it asks for the relay as well, and the peer accepts the grant.
+    void aPeerDialledInVainIsReachedThroughTheRelay()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        relay::RelayServer server({});
+        net::NetContext net;
+        Node a(net, ca, 300ms), b(net, ca, 300ms);
+        Node &dialler = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+        Node &other = &dialler == &a ? b : a;
+        participant::PeerAddress otherAsSeen{other.identity.nodeId(), "127.0.0.1:1", false}; // refused from here
+        dialler.mesh->setPeers({otherAsSeen}, false);
+        other.mesh->setPeers({{dialler.identity.nodeId(), "127.0.0.1:1", false}}, false); // it waits to be dialled
+        QVERIFY(test::waitFor(
+            [&] {
+                dialler.mesh->tick();
+                return dialler.askedCount() == 1;
+            },
+            5s));
+        QCOMPARE(other.askedCount(), size_t(0));
+        const auto [t1, t2] = server.expectPair(dialler.identity.nodeId(), other.identity.nodeId());
+        const std::string address = "127.0.0.1:" + std::to_string(server.port());
+        dialler.mesh->relayGranted({other.identity.nodeId(), address, relay::tokenToBytes(t1), false, {}});
+        other.mesh->relayGranted({dialler.identity.nodeId(), address, relay::tokenToBytes(t2), true, {}});
+        QVERIFY(test::waitFor([&] { return dialler.mesh->isUp(other.identity.nodeId()); }, 15s));
+        QVERIFY(test::waitFor([&] { return other.mesh->isUp(dialler.identity.nodeId()); }, 15s));
     }
 
     // A refusal (the relay is full, the peer is gone) is said and asked again later,
