@@ -47,14 +47,20 @@ bool Assignment::samePlacement(const Assignment &o) const
 
 bool Assignment::sameReachability(const Assignment &o) const
 {
-    const auto flags = [](const Assignment &a) {
-        std::vector<bool> f{a.unreachable, a.previous.unreachable, a.next.unreachable, a.weightsFrom.unreachable};
-        for (const auto &r : a.rings)
-            for (const auto &m : r.members)
-                f.push_back(m.unreachable);
-        return f;
-    };
-    return flags(*this) == flags(o);
+    // Called for every node at every plan round: compare in place, allocating nothing.
+    if (unreachable != o.unreachable || previous.unreachable != o.previous.unreachable ||
+        next.unreachable != o.next.unreachable || weightsFrom.unreachable != o.weightsFrom.unreachable ||
+        rings.size() != o.rings.size())
+        return false;
+    for (size_t i = 0; i < rings.size(); ++i) {
+        const auto &a = rings[i].members, &b = o.rings[i].members;
+        if (a.size() != b.size())
+            return false;
+        for (size_t m = 0; m < a.size(); ++m)
+            if (a[m].unreachable != b[m].unreachable)
+                return false;
+    }
+    return true;
 }
 
 bool Assignment::operator==(const Assignment &o) const

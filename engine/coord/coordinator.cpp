@@ -18,6 +18,7 @@
 #include "engine/coord/join_address.h"
 #include "engine/coord/registration_check.h"
 #include "engine/coord/wire_convert.h"
+#include "engine/net/host_port.h"
 #include "engine/net/tcp_listen.h"
 
 namespace rookery::coord {
@@ -33,7 +34,7 @@ std::string hostForAddress(const CoordinatorSettings &s)
             host = gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "127.0.0.1";
         }
     }
-    return host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
+    return net::bracketed(host);
 }
 
 } // namespace
@@ -245,7 +246,7 @@ std::string Coordinator::address() const { return coordinatorAddress().toString(
 net::CoordinatorAddress Coordinator::coordinatorAddress() const
 {
     net::CoordinatorAddress a;
-    a.host = m->host.front() == '[' ? m->host.substr(1, m->host.size() - 2) : m->host;
+    a.host = net::unbracketed(m->host);
     a.port = port();
     a.path = "/";
     a.sha256 = m->identity.fingerprint;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/common/error.h"
+#include "engine/net/host_port.h"
 
 namespace rookery::coord {
 
@@ -42,9 +43,7 @@ std::string readJoinAddress(const std::filesystem::path &dataDir, const std::str
         throw Error(path.string() + " is damaged (" + e.what() + "): restart the coordinator to write it again");
     }
     if (!publicHost.empty())
-        address.host = publicHost.size() > 2 && publicHost.front() == '[' && publicHost.back() == ']'
-                           ? publicHost.substr(1, publicHost.size() - 2)
-                           : publicHost;
+        address.host = net::unbracketed(publicHost);
     return address.toString();
 }
 

@@ -10,6 +10,7 @@
 #include <boost/asio/ip/v6_only.hpp>
 
 #include "engine/common/error.h"
+#include "engine/net/host_port.h"
 
 namespace rookery::net {
 
@@ -32,9 +33,7 @@ inline bool isWildcardHost(const std::string &text)
 /// "127.0.0.1", "::1", "[::1]" and the rest of 127/8: this machine only.
 inline bool isLoopbackHost(const std::string &text)
 {
-    std::string bare = text;
-    if (bare.size() >= 2 && bare.front() == '[' && bare.back() == ']')
-        bare = bare.substr(1, bare.size() - 2);
+    const std::string bare = unbracketed(text);
     boost::system::error_code ec;
     const auto address = boost::asio::ip::make_address(bare, ec);
     return !ec && address.is_loopback();
@@ -47,9 +46,7 @@ inline boost::asio::ip::address bindAddress(const std::string &text, const std::
 {
     if (text.empty())
         return boost::asio::ip::address_v6::any();
-    std::string bare = text;
-    if (bare.size() >= 2 && bare.front() == '[' && bare.back() == ']')
-        bare = bare.substr(1, bare.size() - 2);
+    const std::string bare = unbracketed(text);
     boost::system::error_code ec;
     auto address = boost::asio::ip::make_address(bare, ec);
     if (ec)

@@ -11,6 +11,7 @@
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
 #include "engine/device/profile_service.h"
+#include "engine/net/host_port.h"
 #include "engine/net/nickname.h"
 #include "engine/net/tcp_listen.h"
 
@@ -53,18 +54,13 @@ void writeSmallNumber(const std::filesystem::path &path, uint64_t value)
         log::warning("node", "cannot write " + path.string() + "; a restart will listen on another port");
 }
 
-// "[v6]" for an IPv6 host, as addresses write it.
-std::string bracketed(const std::string &host)
-{
-    return host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
-}
-
 } // namespace
 
 std::string advertisedAddress(const std::string &bindAddress, const std::string &publicAddress, uint16_t port)
 {
     if (publicAddress.empty())
-        return (net::isWildcardHost(bindAddress) ? std::string() : bracketed(bindAddress)) + ":" + std::to_string(port);
+        return (net::isWildcardHost(bindAddress) ? std::string() : net::bracketed(bindAddress)) + ":" +
+               std::to_string(port);
     const auto bad = [&](const std::string &why) {
         return Error("--public-address '" + publicAddress + "' " + why +
                      " (give a host name or IP address, optionally with :PORT)");
