@@ -29,8 +29,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ContributionView, samplesToday, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PeerView, id, name, cluster, stage, state, samplesPerSecond, self)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PeerLinkView, from, to, kind)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CheckpointView, id, run, step, createdAtMs, model, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JoinStepView, step, state, text)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineSnapshot, sequence, consentGiven, running, device, assignment,
-                                                governor, training, contribution, peers, links, checkpoints, lastError)
+                                                governor, training, contribution, peers, links, join, checkpoints,
+                                                lastError)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineEvent, timeMs, level, area, message)
 
 } // namespace rookery::host

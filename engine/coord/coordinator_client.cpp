@@ -216,6 +216,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     {
         bool was;
         bool report;
+        bool retrying;
         {
             std::lock_guard lock(mutex);
             was = connected;
@@ -224,9 +225,12 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             closedCv.notify_all();
             inflight.clear();
             report = info.fatal && !refused && !stopped;
+            retrying = !info.fatal && !refused && !stopped;
         }
         if (report)
             notify(&CoordinatorClientEvents::error, "cannot reach the coordinator: " + info.reason);
+        else if (retrying)
+            notify(&CoordinatorClientEvents::attemptFailed, info.reason);
         if (was) {
             log::info(kArea, "coordinator link closed: " + info.reason);
             notify(&CoordinatorClientEvents::connection, false);

@@ -46,6 +46,9 @@ struct CoordinatorClientEvents
     /// The link to the coordinator came up (true) or went down (false). It comes back
     /// by itself, with back-off, unless the coordinator refused this node.
     std::function<void(bool)> connection;
+    /// A connection attempt failed, or the link dropped, and the client will try again:
+    /// the reason as the network stack gave it ("Connection refused", "timed out").
+    std::function<void(const std::string &)> attemptFailed;
     /// A heartbeat was acknowledged, with its round-trip time (for the UI and benches).
     std::function<void(std::chrono::microseconds)> heartbeatAcked;
     /// A relayed link to a peer was granted (asked for by this node or by the peer),

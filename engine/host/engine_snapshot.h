@@ -44,6 +44,17 @@ struct AssignmentView
     bool operator==(const AssignmentView &) const = default;
 };
 
+/// One step of joining a swarm, for the desktop's join steps: "connect", "register",
+/// "reach" (whether peers can dial this node, or it goes through the relay) and
+/// "assign", each with its state and a sentence for people.
+struct JoinStepView
+{
+    std::string step;  ///< "connect", "register", "reach", "assign"
+    std::string state; ///< "pending", "working", "done", "relayed", "failed"
+    std::string text;  ///< "connected to 198.51.101.1:7400", or what went wrong and what to do
+    bool operator==(const JoinStepView &) const = default;
+};
+
 /// The governor's verdict, for display: a state word and a sentence.
 struct GovernorView
 {
@@ -127,6 +138,7 @@ struct EngineSnapshot
     ContributionView contribution;
     std::vector<PeerView> peers;
     std::vector<PeerLinkView> links;
+    std::vector<JoinStepView> join;          ///< joining a swarm (the last one joined); empty otherwise
     std::vector<CheckpointView> checkpoints; ///< newest first
     std::string lastError;                   ///< empty when all is well
     bool operator==(const EngineSnapshot &) const = default;

@@ -162,6 +162,7 @@ void NodeEngine::Impl::tick()
         state.training = v.training;
         state.peers = v.peers;
         state.links = v.links;
+        state.join = v.join; // kept after the job ends: a failed join says why
     }
     state.governor = job && v.governor ? *v.governor : governorView(governor.status());
     auto &g = state.governor;
@@ -255,6 +256,7 @@ void NodeEngine::Impl::begin(const JobFactory &make, ResultCallback done)
     state.lastError.clear();
     lastErrorSaid.clear();
     state.training = {};
+    state.join.clear();
     publish(true);
 }
 
@@ -263,7 +265,9 @@ void NodeEngine::Impl::onJobFinished(uint64_t generation, const std::string &out
     if (generation != jobGeneration || !job)
         return;
     try {
-        meter->update(job->view().samplesDone, false); // the last steps count too
+        const JobView last = job->view();
+        meter->update(last.samplesDone, false); // the last steps count too
+        state.join = last.join;
         meter->flush();
     } catch (const std::exception &e) {
         noteError("store", e.what());

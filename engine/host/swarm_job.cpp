@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/host/swarm_job.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <utility>
@@ -11,7 +12,9 @@
 #include "engine/device/governor.h"
 #include "engine/device/thread_priority.h"
 #include "engine/host/engine_views.h"
+#include "engine/host/join_steps.h"
 #include "engine/net/coordinator_address.h"
+#include "engine/net/host_port.h"
 #include "engine/net/identity.h"
 
 namespace rookery::host {
@@ -102,6 +105,7 @@ void SwarmJob::main()
         {
             std::lock_guard lock(m_mutex);
             m_address = address;
+            m_where = net::bracketed(parsed.host) + ":" + std::to_string(parsed.port);
             m_selfId = selfId;
             if (!m_settings.demo) // the coordinator's default: its status API one port above
                 m_statusPort = m_settings.statusPort ? m_settings.statusPort : uint16_t(parsed.port + 1);
@@ -140,6 +144,10 @@ std::string SwarmJob::supervise(launcher::SwarmLauncher *swarm, bool &failed)
                 out.message(text);
             reportStarted(""); // it speaks once its data, database and identity are loaded
             say(Level::Info, "swarm", text);
+        };
+        callbacks.join = [this](const participant::JoinState &j) {
+            std::lock_guard lock(m_mutex);
+            m_join = j;
         };
         callbacks.progress = [this, &out](const participant::StageProgress &p) {
             if (out.progress)
@@ -268,6 +276,8 @@ JobView SwarmJob::view() const
         v.peers.push_back({m_selfId, "this computer", 0, 0, "idle", 0, true});
     }
     v.assignment.swarm = m_settings.demo ? "local demo swarm on this computer" : m_address;
+    if (!m_where.empty())
+        v.join = joinSteps(m_join, {v.assignment.reachability, v.assignment.reachabilityNote}, m_where);
     for (auto &p : v.peers)
         if (p.self) {
             p.name = "this computer";
@@ -286,7 +296,11 @@ JobView SwarmJob::view() const
     if (!held && !v.computing) {
         // A stage that made no step lately waits for its neighbours, or, at nice 19 on a
         // busy machine, for the processor; from here the two look the same.
-        if (!m_status || v.assignment.cluster < 0)
+        const auto failed =
+            std::find_if(v.join.begin(), v.join.end(), [](const JoinStepView &j) { return j.state == "failed"; });
+        if (failed != v.join.end())
+            v.waiting = "cannot join the swarm: " + failed->text;
+        else if (!m_status || v.assignment.cluster < 0)
             v.waiting = "waiting for a place in the swarm";
         else if (v.assignment.stageCount > 1)
             v.waiting = "no step in the last 3 s: waiting for the pipeline's other stages or for the processor";

@@ -70,6 +70,8 @@ private:
 
     mutable std::mutex m_mutex;
     std::string m_address;
+    std::string m_where; ///< the coordinator's host:port, for the join steps
+    participant::JoinState m_join;
     std::string m_selfId;
     uint16_t m_statusPort = 0;
     std::optional<participant::SwarmNodeSummary> m_nodeSummary;

@@ -21,6 +21,7 @@ struct JobView
     TrainingView training;
     std::vector<PeerView> peers;
     std::vector<PeerLinkView> links;
+    std::vector<JoinStepView> join;       ///< a swarm job's join steps
     int64_t samplesDone = 0;              ///< trained by this node since the job started
     bool computing = false;               ///< training now (not held, not waiting): its CPU time counts
     std::optional<GovernorView> governor; ///< the job's own governor, when it has one

@@ -74,6 +74,22 @@ struct SwarmNode::Impl
 
     StageSlot stage; // the mesh's events reach the current stage through it
 
+    std::mutex joinMutex; // orders the join callbacks
+    JoinState joinState;
+
+    /// Applies `change` to the join state and tells the callback when that changed it.
+    template <class Change> void updateJoin(Change &&change)
+    {
+        std::lock_guard lock(joinMutex);
+        JoinState next = joinState;
+        change(next);
+        if (next == joinState)
+            return;
+        joinState = next;
+        if (callbacks.join)
+            callbacks.join(joinState);
+    }
+
     void say(const std::string &text)
     {
         log::info("node", text);
@@ -113,6 +129,7 @@ private:
     std::optional<coord::Assignment> awaitEvents(); // and opens the mesh once registered
     void openMesh(const coord::Registration &registration);
     void noteStillWaiting();
+    std::string gaveUpJoining();             // why, once joining cannot succeed; else "".
     bool follow(const coord::Assignment &a); // false: the coordinator stopped this node
     void startStage(const coord::Assignment &a);
     bool tend(AssignedStage &stage);           // false: time to leave
@@ -138,10 +155,29 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
     coord::CoordinatorClientEvents ce;
     SwarmNode::Impl &d = m_node; // outlives the client
     ce.registered = [&d](const coord::Registration &r) {
+        d.updateJoin([](JoinState &j) {
+            j.connected = j.registered = true;
+            j.connectProblem.clear();
+            j.registerProblem.clear();
+        });
         std::lock_guard lock(d.mutex);
         d.registration = r;
         d.newAssignment = r.assignment;
         d.wake.notify_all();
+    };
+    ce.connection = [&d](bool up) {
+        d.updateJoin([up](JoinState &j) {
+            j.connected = up;
+            j.registered = j.registered && up;
+            if (up)
+                j.connectProblem.clear();
+        });
+    };
+    ce.attemptFailed = [&d](const std::string &reason) {
+        d.updateJoin([&reason](JoinState &j) {
+            j.connected = j.registered = false;
+            j.connectProblem = reason;
+        });
     };
     ce.assignmentChanged = [&d](const coord::Assignment &a) {
         std::lock_guard lock(d.mutex);
@@ -154,8 +190,12 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
             d.relayGrants.push_back(g);
         d.wake.notify_all();
     };
-    ce.error = [&d](const std::string &text) {
+    ce.error = [&d](const std::string &text) { // a refusal, or a failure retrying cannot mend
         log::warning("node", "coordinator: " + text);
+        d.updateJoin([&text](JoinState &j) {
+            (j.connected ? j.registerProblem : j.connectProblem) = text;
+            j.gaveUp = true;
+        });
         std::lock_guard lock(d.mutex);
         d.lastError = text;
         d.wake.notify_all();
@@ -191,6 +231,12 @@ void NodeRun::followAssignments()
     while (!stopRequested()) {
         const std::optional<coord::Assignment> incoming = awaitEvents();
         if (!m_mesh) {
+            if (std::string why = gaveUpJoining(); !why.empty()) { // the client no longer retries
+                m_node.say("cannot join the swarm: " + why);
+                m_summary.reason = why;
+                m_summary.failed = true;
+                return;
+            }
             noteStillWaiting();
             continue;
         }
@@ -255,6 +301,15 @@ void NodeRun::openMesh(const coord::Registration &registration)
                std::to_string(m_run.totalSteps) + " steps");
 }
 
+std::string NodeRun::gaveUpJoining()
+{
+    std::lock_guard lock(m_node.joinMutex);
+    const JoinState &j = m_node.joinState;
+    if (!j.gaveUp || j.registered)
+        return {};
+    return j.registerProblem.empty() ? j.connectProblem : j.registerProblem;
+}
+
 void NodeRun::noteStillWaiting()
 {
     if (Clock::now() - m_lastWaitNote <= std::chrono::seconds(10))
@@ -276,6 +331,14 @@ bool NodeRun::follow(const coord::Assignment &a)
     const bool placementChanged = !m_current || !m_current->samePlacement(a);
     const bool dialsChanged = m_current && !m_current->sameReachability(a);
     m_current = a;
+    m_node.updateJoin([&a](JoinState &j) {
+        const bool active = a.state == coord::AssignmentState::Training;
+        j.placement = active
+                          ? "stage " + std::to_string(a.stage + 1) + " of " + std::to_string(a.stages) +
+                                " in cluster " + std::to_string(a.cluster + 1) + " of " + std::to_string(a.clusterCount)
+                          : std::string();
+        j.waiting = active ? std::string() : a.reason;
+    });
     if (a.state == coord::AssignmentState::Stopped) {
         m_node.say("the coordinator stopped this node: " + a.reason);
         m_summary.reason = a.reason;

@@ -10,6 +10,7 @@
 
 #include "engine/device/governor_settings.h"
 #include "engine/participant/assigned_stage.h"
+#include "engine/participant/join_state.h"
 
 namespace rookery::device {
 class Governor;
@@ -64,6 +65,9 @@ public:
     {
         std::function<void(const std::string &)> message;
         std::function<void(const StageProgress &)> progress;
+        /// Each change in how far the node has got in joining (connected, registered,
+        /// placed), from the node's threads, one at a time.
+        std::function<void(const JoinState &)> join;
     };
 
     /// `governor`: the one every stage passes, shared with a caller that may hold it

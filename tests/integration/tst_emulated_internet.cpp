@@ -248,11 +248,7 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        if (const QString why = test::emulatedInternetUnavailable(); !why.isEmpty()) {
-            if (qgetenv("ROOKERY_SKIP_NETNS") == "1")
-                QSKIP(qPrintable(why));
-            QFAIL(qPrintable(why + " (set ROOKERY_SKIP_NETNS=1 to skip)"));
-        }
+        ROOKERY_REQUIRE_EMULATED_INTERNET();
         QElapsedTimer timer;
         timer.start();
         m_net = std::make_unique<test::EmulatedInternet>();
@@ -267,46 +263,17 @@ private Q_SLOTS:
 
         // The 2x2 of tst_swarm: 1,200 steps in two clusters of two reach 85%. --expect-nodes
         // plans once all four are in (the long first plan delay keeps it from planning for
-        // fewer).
-        const QString coordDir = m_net->filePath(QStringLiteral("coordinator"));
-        m_coordinator = &m_net->start(Site::Public, QStringLiteral("coordinator"),
-                                      absoluteProgram(QStringLiteral("rookery-coordinator")),
-                                      {"--data-dir",
-                                       coordDir,
-                                       "--public-host",
-                                       in::kCoordinator,
-                                       "--port",
-                                       "7400",
-                                       "--status-port",
-                                       QString::number(kStatusPort),
-                                       "--relay-port",
-                                       QString::number(kRelayPort),
-                                       "--expect-nodes",
-                                       "4",
-                                       "--cluster-size",
-                                       "2",
-                                       "--first-plan-delay-ms",
-                                       "60000",
-                                       "--steps",
-                                       "1200",
-                                       "--averaging-interval",
-                                       "10",
-                                       "--reachability-timeout",
-                                       QString::number(kReachabilityTimeoutS)});
-        const auto listening = [&] { return m_coordinator->output().contains(QStringLiteral("address: wss://")); };
-        test::waitFor([&] { return listening() || !m_coordinator->running(); }, 30s);
-        QVERIFY2(listening(), qPrintable(logs()));
-
-        // The join string as a volunteer gets it: from `invite`, run next to the coordinator.
-        QString invite;
-        QCOMPARE(m_net->exec(Site::Public,
-                             {absoluteProgram(QStringLiteral("rookery-coordinator")), "invite", "--data-dir", coordDir,
-                              "--public-host", in::kCoordinator},
-                             &invite),
-                 0);
-        const QString join = invite.trimmed().section(QLatin1Char('\n'), 0, 0).trimmed();
-        QVERIFY2(join.startsWith(QStringLiteral("wss://") + in::kCoordinator + ':'), qPrintable(invite));
-        QVERIFY2(m_coordinator->output().contains("address: " + join), qPrintable(join + logs()));
+        // fewer). The join string as a volunteer gets it: from `invite`, run next to the
+        // coordinator.
+        QString why;
+        const QString join =
+            m_net->startCoordinator(absoluteProgram(QStringLiteral("rookery-coordinator")),
+                                    {"--port", "7400", "--status-port", QString::number(kStatusPort), "--relay-port",
+                                     QString::number(kRelayPort), "--expect-nodes", "4", "--cluster-size", "2",
+                                     "--first-plan-delay-ms", "60000", "--steps", "1200", "--averaging-interval", "10",
+                                     "--reachability-timeout", QString::number(kReachabilityTimeoutS)},
+                                    &m_coordinator, &why);
+        QVERIFY2(!join.isEmpty(), qPrintable(why + logs()));
         const auto address = net::CoordinatorAddress::parse(join.toStdString());
         m_status = std::make_unique<StatusWatch>(*m_net, address.sha256);
         m_status->observe = [this](const QJsonObject &status) { observe(status); };

@@ -210,6 +210,34 @@ NetnsProcess &EmulatedInternet::start(Site site, const QString &name, const QStr
     return *m_processes.back();
 }
 
+QString EmulatedInternet::startCoordinator(const QString &program, const QStringList &args, NetnsProcess **process,
+                                           QString *why)
+{
+    const QString dataDir = filePath(QStringLiteral("coordinator"));
+    NetnsProcess &p = start(Site::Public, QStringLiteral("coordinator"), program,
+                            QStringList{"--data-dir", dataDir, "--public-host", internet::kCoordinator} + args);
+    *process = &p;
+    const auto listening = [&] { return p.output().contains(QStringLiteral("address: wss://")); };
+    waitFor([&] { return listening() || !p.running(); }, std::chrono::seconds(30));
+    if (!listening()) {
+        *why = QStringLiteral("the coordinator did not start listening");
+        return {};
+    }
+    QString invite;
+    if (exec(Site::Public, {program, "invite", "--data-dir", dataDir, "--public-host", internet::kCoordinator},
+             &invite) != 0) {
+        *why = "`rookery-coordinator invite` failed: " + invite;
+        return {};
+    }
+    const QString join = invite.trimmed().section(QLatin1Char('\n'), 0, 0).trimmed();
+    if (!join.startsWith(QStringLiteral("wss://") + internet::kCoordinator + ':') ||
+        !p.output().contains("address: " + join)) {
+        *why = "`invite` printed no join string for the running coordinator: " + invite;
+        return {};
+    }
+    return join;
+}
+
 QString EmulatedInternet::setUp()
 {
     const QString pub = ns(Site::Public);

@@ -44,6 +44,17 @@ inline constexpr const char *kUplinkRate = "50mbit"; ///< tbf on each router's W
 /// Why the emulated internet cannot be built here (not root, a tool missing), or empty.
 QString emulatedInternetUnavailable();
 
+/// In a test function: where the emulated internet cannot be built, skips (with
+/// ROOKERY_SKIP_NETNS=1) or fails, saying why.
+#define ROOKERY_REQUIRE_EMULATED_INTERNET()                                                                            \
+    do {                                                                                                               \
+        if (const QString why_ = ::rookery::test::emulatedInternetUnavailable(); !why_.isEmpty()) {                    \
+            if (qgetenv("ROOKERY_SKIP_NETNS") == "1")                                                                  \
+                QSKIP(qPrintable(why_));                                                                               \
+            QFAIL(qPrintable(why_ + " (set ROOKERY_SKIP_NETNS=1 to skip)"));                                           \
+        }                                                                                                              \
+    } while (false)
+
 /// One program run inside a namespace (`ip netns exec NS program ...`), stdout and
 /// stderr into a file. It dies with the test process (PR_SET_PDEATHSIG), so a crashed
 /// or killed test leaves no program behind.
@@ -89,6 +100,12 @@ public:
     /// Starts a program inside `site`; it is stopped by the destructor at the latest.
     /// Its output goes to filePath(name + ".log").
     NetnsProcess &start(Site site, const QString &name, const QString &program, const QStringList &args);
+
+    /// Starts rookery-coordinator (`program`, an absolute path) on the public segment, with
+    /// --data-dir filePath("coordinator") --public-host kCoordinator and `args`, and waits
+    /// (up to 30 s) until it listens. Returns its join string, read as an operator does
+    /// with `invite`; empty when something failed, and `why` says what.
+    QString startCoordinator(const QString &program, const QStringList &args, NetnsProcess **process, QString *why);
 
     /// Whether a TCP connection from `from` to host:port is accepted within 5 s; `why`
     /// gets the shell's complaint when not.

@@ -13,9 +13,11 @@
 #include "ui/cards/assignment_card.h"
 #include "ui/cards/contribution_card.h"
 #include "ui/cards/device_card.h"
+#include "ui/cards/join_card.h"
 #include "ui/charts/metric_chart.h"
 #include "ui/charts/training_charts.h"
 #include "ui/checkpoints/checkpoint_list.h"
+#include "ui/join/join_dialog.h"
 #include "ui/log/event_log_filter.h"
 #include "ui/log/event_log_model.h"
 #include "ui/log/event_log_view.h"
@@ -94,6 +96,63 @@ private Q_SLOTS:
         const QString progress = w->banner()->progressLabel()->text();
         QVERIFY2(progress.contains(QStringLiteral("step 1,200 of 3,000")), qPrintable(progress));
         QVERIFY2(progress.contains(QStringLiteral("87.1%")), qPrintable(progress));
+    }
+
+    void joinCardShowsEachStep()
+    {
+        test::UiFixture f;
+        f.start();
+        ui::JoinCard *card = f.window()->joinCard();
+        QVERIFY(card->isHidden()); // nothing joined yet
+        auto s = swarmSnapshot();
+        s.join = {{"connect", "done", "connected to the coordinator at 192.0.2.1:7400"},
+                  {"register", "done", "the coordinator accepted this computer"},
+                  {"reach", "relayed", "other volunteers cannot connect to this computer (timed out)"},
+                  {"assign", "working", "waiting: 2 of 4 volunteers are here"}};
+        f.publish(s);
+        QVERIFY(!card->isHidden());
+        const QString states[] = {"done", "done", "relayed", "working"};
+        for (int i = 0; i < ui::JoinCard::kSteps; ++i)
+            QCOMPARE(card->stepLabel(i)->property("joinState").toString(), states[i]);
+        QVERIFY(card->stepLabel(0)->text().contains(QStringLiteral("Connected to the coordinator at 192.0.2.1:7400")));
+        QVERIFY(card->stepLabel(2)->accessibleDescription().startsWith(QStringLiteral("through the relay: Other")));
+        // A failed step is said in the error colour, its text escaped.
+        s.join[0] = {"connect", "failed", "nothing answers at <192.0.2.1:7400>"};
+        f.publish(s);
+        QCOMPARE(card->stepLabel(0)->property("joinState").toString(), QStringLiteral("failed"));
+        QVERIFY(card->stepLabel(0)->text().contains(QStringLiteral("&lt;192.0.2.1:7400&gt;")));
+        QVERIFY(card->stepLabel(0)->text().contains(ui::stateColor("error").name()));
+        s.join.clear(); // a local run
+        f.publish(s);
+        QVERIFY(card->isHidden());
+    }
+
+    void joinDialogRefusesMalformedJoinStrings()
+    {
+        ui::JoinChoice initial;
+        initial.kind = ui::JoinChoice::Kind::Address;
+        ui::JoinDialog dialog(initial);
+        const QString pin = QString(64, QLatin1Char('a'));
+        QVERIFY(!dialog.startButton()->isEnabled());                             // empty
+        const QStringList malformed = {QStringLiteral("swarm.example.org:7400"), // no scheme, no pin
+                                       QStringLiteral("https://swarm.example.org:7400/#sha256=") + pin,
+                                       QStringLiteral("wss://swarm.example.org:7400/"),            // no pin
+                                       QStringLiteral("wss://swarm.example.org:7400/#sha256=abc"), // a short pin
+                                       QStringLiteral("wss://swarm.example.org:99999/#sha256=") + pin};
+        for (const QString &bad : malformed) {
+            dialog.addressEdit()->setText(bad);
+            QVERIFY2(!dialog.startButton()->isEnabled(), qPrintable(bad));
+            ui::JoinChoice choice;
+            choice.kind = ui::JoinChoice::Kind::Address;
+            choice.address = bad;
+            QVERIFY2(choice.problem().startsWith(QStringLiteral("This is not a join string: ")), qPrintable(bad));
+        }
+        const QStringList wellFormed = {QStringLiteral("wss://198.51.101.1:7400/#sha256=") + pin,
+                                        QStringLiteral("  wss://[2001:db8::1]:7400/#sha256=") + pin.toUpper()};
+        for (const QString &good : wellFormed) {
+            dialog.addressEdit()->setText(good);
+            QVERIFY2(dialog.startButton()->isEnabled(), qPrintable(good));
+        }
     }
 
     void chartsAddOnePointPerNewSnapshot()

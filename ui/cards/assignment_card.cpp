@@ -25,7 +25,11 @@ void AssignmentCard::showAssignment(const host::AssignmentView &a)
     const QString dash = QStringLiteral("–");
     const bool idle = a.mode.empty() || a.mode == "idle";
     setNote(idle ? tr("Not training. Choose Start to join a swarm or start the local demo swarm.") : QString());
-    m_swarm->setText(idle ? tr("none") : (a.swarm.empty() ? dash : toQString(a.swarm)));
+    // A join string ends in its 64-digit pin, which says nothing to a person and, as one
+    // unbreakable word, would widen the card past its column.
+    const QString swarm = toQString(a.swarm);
+    m_swarm->setText(idle ? tr("none") : (swarm.isEmpty() ? dash : swarm.section(QLatin1Char('#'), 0, 0)));
+    m_swarm->setToolTip(swarm);
     m_cluster->setText(a.cluster >= 0 ? tr("%1 of %2").arg(a.cluster + 1).arg(a.clusterCount) : dash);
     m_stage->setText(a.stage >= 0 ? tr("%1 of %2").arg(a.stage + 1).arg(a.stageCount) : dash);
     m_role->setText(a.role.empty() ? dash : toQString(a.role));

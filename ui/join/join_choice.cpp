@@ -3,7 +3,8 @@
 
 #include <QCoreApplication>
 #include <QSettings>
-#include <QUrl>
+
+#include "engine/net/coordinator_address.h"
 
 namespace rookery::ui {
 namespace {
@@ -25,9 +26,14 @@ QString JoinChoice::problem() const
     const QString text = address.trimmed();
     if (text.isEmpty())
         return tr("Enter the swarm's address, e.g. wss://swarm.example.org:7443/#sha256=…");
-    const QUrl url(text, QUrl::StrictMode);
-    if (!url.isValid() || url.scheme() != QLatin1String("wss") || url.host().isEmpty())
-        return tr("A swarm address starts with wss:// and names a host, e.g. wss://swarm.example.org:7443/#sha256=…");
+    // The engine's own parser: what passes here is exactly what the node accepts.
+    try {
+        net::CoordinatorAddress::parse(text.toStdString());
+    } catch (const std::exception &e) {
+        return tr("This is not a join string: %1. Paste the whole string the swarm's operator gave you, e.g. "
+                  "wss://swarm.example.org:7443/#sha256=…")
+            .arg(QString::fromStdString(e.what()));
+    }
     return {};
 }
 

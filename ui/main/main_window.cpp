@@ -17,6 +17,7 @@
 #include "ui/cards/assignment_card.h"
 #include "ui/cards/contribution_card.h"
 #include "ui/cards/device_card.h"
+#include "ui/cards/join_card.h"
 #include "ui/charts/training_charts.h"
 #include "ui/checkpoints/checkpoint_list.h"
 #include "ui/log/event_log_view.h"
@@ -31,6 +32,7 @@ MainWindow::MainWindow(QWidget *parent)
     : QMainWindow(parent)
     , m_banner(new StatusBanner(this))
     , m_device(new DeviceCard(this))
+    , m_join(new JoinCard(this))
     , m_assignment(new AssignmentCard(this))
     , m_contribution(new ContributionCard(this))
     , m_charts(new TrainingCharts(this))
@@ -84,6 +86,7 @@ QWidget *MainWindow::makeCards()
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(10);
     layout->addWidget(m_device);
+    layout->addWidget(m_join);
     layout->addWidget(m_assignment);
     layout->addWidget(m_contribution);
     layout->addStretch(1);
@@ -102,6 +105,7 @@ void MainWindow::showSnapshot(const host::EngineSnapshot &s)
 {
     m_banner->showSnapshot(s);
     m_device->showDevice(s.device);
+    m_join->showJoin(s.join);
     m_assignment->showAssignment(s.assignment);
     m_contribution->showContribution(s.contribution);
     m_charts->showSnapshot(s, QDateTime::currentMSecsSinceEpoch());

@@ -13,6 +13,7 @@ class QTabWidget;
 namespace rookery::ui {
 
 class AssignmentCard;
+class JoinCard;
 class CheckpointList;
 class ContributionCard;
 class DeviceCard;
@@ -47,6 +48,7 @@ public:
     StatusBanner *banner() const { return m_banner; }
     DeviceCard *deviceCard() const { return m_device; }
     AssignmentCard *assignmentCard() const { return m_assignment; }
+    JoinCard *joinCard() const { return m_join; }
     ContributionCard *contributionCard() const { return m_contribution; }
     TrainingCharts *charts() const { return m_charts; }
     PeerGraphPanel *peers() const { return m_peers; }
@@ -70,6 +72,7 @@ private:
     MainActions m_actions;
     StatusBanner *m_banner;
     DeviceCard *m_device;
+    JoinCard *m_join;
     AssignmentCard *m_assignment;
     ContributionCard *m_contribution;
     TrainingCharts *m_charts;
