@@ -58,7 +58,7 @@ inline boost::asio::ip::address bindAddress(const std::string &text, const std::
 /// once. "::" listens on IPv4 too (dual stack); where the system has no IPv6 it listens
 /// on every IPv4 interface instead. Returns the port, the one the system chose when
 /// `endpoint`'s is 0. Throws rookery::Error "cannot WHAT on ADDRESS:PORT: reason" (the
-/// port in use, no permission).
+/// port in use, no permission, an address that is not this machine's: with what to do).
 inline uint16_t listenOn(boost::asio::ip::tcp::acceptor &acceptor, boost::asio::ip::tcp::endpoint endpoint,
                          const std::string &what)
 {
@@ -79,6 +79,10 @@ inline uint16_t listenOn(boost::asio::ip::tcp::acceptor &acceptor, boost::asio::
         acceptor.bind(endpoint, ec);
     if (!ec)
         acceptor.listen(boost::asio::socket_base::max_listen_connections, ec);
+    if (ec == boost::system::errc::address_not_available)
+        throw Error("cannot " + what + " on " + endpointText(endpoint) + ": " + ec.message() +
+                    ": that address is not one of this machine's. Give --bind one of its own addresses, or leave "
+                    "--bind out to listen on all of them; an address the router forwards goes in --public-address");
     if (ec)
         throw Error("cannot " + what + " on " + endpointText(endpoint) + ": " + ec.message());
     return acceptor.local_endpoint().port();

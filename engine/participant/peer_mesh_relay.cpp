@@ -31,8 +31,13 @@ void PeerMesh::setRelays(const std::vector<PeerAddress> &peers, bool selfUnreach
         std::map<std::string, State::Relay> next;
         for (const auto &p : peers) {
             auto it = m->relays.find(p.nodeId);
-            if ((!selfUnreachable || !p.unreachable) && it == m->relays.end())
-                continue; // dialled directly (a relay it falls back to stays below)
+            const bool dialable = !selfUnreachable || !p.unreachable;
+            if (dialable && (it == m->relays.end() || !it->second.fallback)) {
+                if (it != m->relays.end()) // one side became reachable: upgrade to a direct link
+                    log::info("mesh", "peer " + shortId(p.nodeId) +
+                                          " can now be dialled directly: leaving the relay for a direct link");
+                continue; // dialled directly (a relay it fell back to stays below)
+            }
             if (it != m->relays.end()) {
                 next.emplace(p.nodeId, std::move(it->second));
                 m->relays.erase(it);
@@ -70,6 +75,7 @@ void PeerMesh::tick()
                 continue;
             State::Relay r;
             r.asks = true;
+            r.fallback = true;
             r.nextAsk = now;
             m->relays.emplace(peer, std::move(r));
             log::info("mesh", "no direct link to peer " + shortId(peer) + " after " +

@@ -30,7 +30,8 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     // Peers linked through a relay: neither end can be dialled (peer_mesh_relay.cpp).
     struct Relay
     {
-        bool asks = false; // this node asks for the grants (the smaller id); the peer waits
+        bool asks = false;     // this node asks for the grants (the smaller id); the peer waits
+        bool fallback = false; // asked for after direct dials failed, though the peer seemed dialable
         std::shared_ptr<net::Link> link;
         std::chrono::steady_clock::time_point linkSince; // a link not open 20 s after this is dead
         std::chrono::steady_clock::time_point nextAsk;

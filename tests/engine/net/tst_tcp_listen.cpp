@@ -59,6 +59,23 @@ private Q_SLOTS:
             QCOMPARE(std::string(e.what()), std::string("cannot listen for peers on 'example.org': not an IP address"));
         }
     }
+
+    // --bind with an address of another machine (here one of TEST-NET-1, which no
+    // interface of a test machine has): the error says so and what to do instead.
+    void anAddressNotOfThisMachineSaysWhatToDo()
+    {
+        boost::asio::io_context ioc;
+        boost::asio::ip::tcp::acceptor acceptor(ioc);
+        try {
+            net::listenOn(acceptor, {net::bindAddress("192.0.2.1", "listen for peers"), 0}, "listen for peers");
+            QFAIL("bound to an address this machine does not have");
+        } catch (const Error &e) {
+            const std::string what = e.what();
+            QVERIFY2(what.rfind("cannot listen for peers on 192.0.2.1:0: ", 0) == 0, what.c_str());
+            QVERIFY2(what.find("not one of this machine's") != std::string::npos, what.c_str());
+            QVERIFY2(what.find("--public-address") != std::string::npos, what.c_str());
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestTcpListen)

@@ -2,10 +2,12 @@
 // Two peer meshes that cannot dial each other link through a relay: the one with the
 // smaller id asks, both get grants, and their mutual TLS runs end to end over the
 // spliced stream. The relay sees only TLS records: a known message crosses, and its
-// text is nowhere in the bytes the relay copied. Loopback only.
+// text is nowhere in the bytes the relay copied. A relay that drops the stream is asked
+// for again; a relayed link leaves the relay once a side can be dialled. Loopback only.
 #include <QtTest>
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -140,6 +142,85 @@ private Q_SLOTS:
         other.mesh->relayGranted({dialler.identity.nodeId(), address, relay::tokenToBytes(t2), true, {}});
         QVERIFY(test::waitFor([&] { return dialler.mesh->isUp(other.identity.nodeId()); }, 15s));
         QVERIFY(test::waitFor([&] { return other.mesh->isUp(dialler.identity.nodeId()); }, 15s));
+    }
+
+    // The relay goes away mid-stream (restarted, crashed): both sides see the link end,
+    // the asker asks again, and a new grant links them again.
+    void aRelayThatDropsMidStreamIsAskedAgain()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        std::optional<relay::RelayServer> server(std::in_place, relay::RelaySettings{});
+        net::NetContext net;
+        Node a(net, ca), b(net, ca);
+        Node &asker = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+        Node &waiter = &asker == &a ? b : a;
+        asker.mesh->setPeers({waiter.behindNat()}, true);
+        waiter.mesh->setPeers({asker.behindNat()}, true);
+        const auto grant = [&](relay::RelayServer &relay) {
+            const auto [t1, t2] = relay.expectPair(asker.identity.nodeId(), waiter.identity.nodeId());
+            const std::string address = "127.0.0.1:" + std::to_string(relay.port());
+            asker.mesh->relayGranted({waiter.identity.nodeId(), address, relay::tokenToBytes(t1), false, {}});
+            waiter.mesh->relayGranted({asker.identity.nodeId(), address, relay::tokenToBytes(t2), true, {}});
+        };
+        grant(*server);
+        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
+        QVERIFY(test::waitFor([&] { return waiter.mesh->isUp(asker.identity.nodeId()); }, 15s));
+        QCOMPARE(asker.askedCount(), size_t(1));
+
+        server.reset(); // every relayed connection is cut
+        QVERIFY(test::waitFor([&] { return !asker.mesh->isUp(waiter.identity.nodeId()); }, 10s));
+        QVERIFY(test::waitFor([&] { return !waiter.mesh->isUp(asker.identity.nodeId()); }, 10s));
+        QVERIFY(test::waitFor(
+            [&] {
+                asker.mesh->tick();
+                return asker.askedCount() == 2;
+            },
+            10s));
+        QCOMPARE(waiter.askedCount(), size_t(0)); // the waiter still waits for its grant
+
+        server.emplace(relay::RelaySettings{});
+        grant(*server);
+        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
+        QVERIFY(test::waitFor([&] { return waiter.mesh->isUp(asker.identity.nodeId()); }, 15s));
+    }
+
+    // One side becomes reachable (its router now forwards the port): the coordinator's
+    // next assignment says so, and the link leaves the relay for a direct one.
+    void aRelayedLinkUpgradesToDirect()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        relay::RelayServer server({});
+        net::NetContext net;
+        Node a(net, ca), b(net, ca);
+        Node &asker = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+        Node &waiter = &asker == &a ? b : a;
+        asker.mesh->setPeers({waiter.behindNat()}, true);
+        waiter.mesh->setPeers({asker.behindNat()}, true);
+        const auto [t1, t2] = server.expectPair(asker.identity.nodeId(), waiter.identity.nodeId());
+        const std::string address = "127.0.0.1:" + std::to_string(server.port());
+        asker.mesh->relayGranted({waiter.identity.nodeId(), address, relay::tokenToBytes(t1), false, {}});
+        waiter.mesh->relayGranted({asker.identity.nodeId(), address, relay::tokenToBytes(t2), true, {}});
+        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
+        QCOMPARE(server.counters().pairsActive, uint64_t(1));
+
+        const participant::PeerAddress waiterReachable{waiter.identity.nodeId(),
+                                                       "127.0.0.1:" + std::to_string(waiter.mesh->port()), false};
+        waiter.mesh->setPeers({asker.behindNat()}, false); // it is dialled now
+        asker.mesh->setPeers({waiterReachable}, true);     // and the asker dials it
+        QVERIFY(test::waitFor([&] { return server.counters().pairsActive == 0; }, 10s));
+        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
+        QVERIFY(test::waitFor([&] { return waiter.mesh->isUp(asker.identity.nodeId()); }, 15s));
+        const uint64_t relayed = server.counters().bytesRelayed;
+        const std::string text = "direct now";
+        QCOMPARE(asker.mesh->send(waiter.identity.nodeId(), net::StageError{0, 1, text}), net::SendResult::Queued);
+        QVERIFY(test::waitFor(
+            [&] {
+                std::lock_guard lock(waiter.mutex);
+                return !waiter.received.empty();
+            },
+            10s));
+        QCOMPARE(server.counters().bytesRelayed, relayed); // not through the relay
+        QCOMPARE(server.counters().pairsOpened, uint64_t(1));
     }
 
     // A refusal (the relay is full, the peer is gone) is said and asked again later,
