@@ -58,6 +58,32 @@ struct Node
     }
 };
 
+// What the coordinator does with a relay request: a pair of tickets, one to each; the
+// first node dials (TLS client), the second accepts.
+void grantPair(relay::RelayServer &server, Node &dialler, Node &acceptor)
+{
+    const auto [t1, t2] = server.expectPair(dialler.identity.nodeId(), acceptor.identity.nodeId());
+    const std::string address = "127.0.0.1:" + std::to_string(server.port());
+    dialler.mesh->relayGranted({acceptor.identity.nodeId(), address, relay::tokenToBytes(t1), false, {}});
+    acceptor.mesh->relayGranted({dialler.identity.nodeId(), address, relay::tokenToBytes(t2), true, {}});
+}
+
+bool bothUp(Node &a, Node &b, std::chrono::milliseconds timeout)
+{
+    return test::waitFor([&] { return a.mesh->isUp(b.identity.nodeId()) && b.mesh->isUp(a.identity.nodeId()); },
+                         timeout);
+}
+
+bool receivedAny(Node &n)
+{
+    return test::waitFor(
+        [&] {
+            std::lock_guard lock(n.mutex);
+            return !n.received.empty();
+        },
+        std::chrono::seconds(10));
+}
+
 } // namespace
 
 class TestRelayedLink : public QObject
@@ -84,23 +110,12 @@ private Q_SLOTS:
         QCOMPARE(asker.askedCount(), size_t(1)); // the smaller id asks, at once
         QCOMPARE(waiter.askedCount(), size_t(0));
 
-        // What the coordinator does with the request: a pair of tickets, one to each.
-        const auto [dialerToken, acceptorToken] = server.expectPair(asker.identity.nodeId(), waiter.identity.nodeId());
-        const std::string relayAddress = "127.0.0.1:" + std::to_string(server.port());
-        asker.mesh->relayGranted({waiter.identity.nodeId(), relayAddress, relay::tokenToBytes(dialerToken), false, {}});
-        waiter.mesh->relayGranted(
-            {asker.identity.nodeId(), relayAddress, relay::tokenToBytes(acceptorToken), true, {}});
-        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
-        QVERIFY(test::waitFor([&] { return waiter.mesh->isUp(asker.identity.nodeId()); }, 15s));
+        grantPair(server, asker, waiter);
+        QVERIFY(bothUp(asker, waiter, 15s));
 
         const std::string secret = "a stage error nobody between us may read: 5f3c8a";
         QCOMPARE(asker.mesh->send(waiter.identity.nodeId(), net::StageError{0, 7, secret}), net::SendResult::Queued);
-        QVERIFY(test::waitFor(
-            [&] {
-                std::lock_guard lock(waiter.mutex);
-                return !waiter.received.empty();
-            },
-            10s));
+        QVERIFY(receivedAny(waiter));
         {
             std::lock_guard lock(waiter.mutex);
             const auto *e = std::get_if<net::StageError>(&waiter.received.front());
@@ -136,12 +151,8 @@ private Q_SLOTS:
             },
             5s));
         QCOMPARE(other.askedCount(), size_t(0));
-        const auto [t1, t2] = server.expectPair(dialler.identity.nodeId(), other.identity.nodeId());
-        const std::string address = "127.0.0.1:" + std::to_string(server.port());
-        dialler.mesh->relayGranted({other.identity.nodeId(), address, relay::tokenToBytes(t1), false, {}});
-        other.mesh->relayGranted({dialler.identity.nodeId(), address, relay::tokenToBytes(t2), true, {}});
-        QVERIFY(test::waitFor([&] { return dialler.mesh->isUp(other.identity.nodeId()); }, 15s));
-        QVERIFY(test::waitFor([&] { return other.mesh->isUp(dialler.identity.nodeId()); }, 15s));
+        grantPair(server, dialler, other);
+        QVERIFY(bothUp(dialler, other, 15s));
     }
 
     // The relay goes away mid-stream (restarted, crashed): both sides see the link end,
@@ -156,15 +167,8 @@ private Q_SLOTS:
         Node &waiter = &asker == &a ? b : a;
         asker.mesh->setPeers({waiter.behindNat()}, true);
         waiter.mesh->setPeers({asker.behindNat()}, true);
-        const auto grant = [&](relay::RelayServer &relay) {
-            const auto [t1, t2] = relay.expectPair(asker.identity.nodeId(), waiter.identity.nodeId());
-            const std::string address = "127.0.0.1:" + std::to_string(relay.port());
-            asker.mesh->relayGranted({waiter.identity.nodeId(), address, relay::tokenToBytes(t1), false, {}});
-            waiter.mesh->relayGranted({asker.identity.nodeId(), address, relay::tokenToBytes(t2), true, {}});
-        };
-        grant(*server);
-        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
-        QVERIFY(test::waitFor([&] { return waiter.mesh->isUp(asker.identity.nodeId()); }, 15s));
+        grantPair(*server, asker, waiter);
+        QVERIFY(bothUp(asker, waiter, 15s));
         QCOMPARE(asker.askedCount(), size_t(1));
 
         server.reset(); // every relayed connection is cut
@@ -179,9 +183,8 @@ private Q_SLOTS:
         QCOMPARE(waiter.askedCount(), size_t(0)); // the waiter still waits for its grant
 
         server.emplace(relay::RelaySettings{});
-        grant(*server);
-        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
-        QVERIFY(test::waitFor([&] { return waiter.mesh->isUp(asker.identity.nodeId()); }, 15s));
+        grantPair(*server, asker, waiter);
+        QVERIFY(bothUp(asker, waiter, 15s));
     }
 
     // One side becomes reachable (its router now forwards the port): the coordinator's
@@ -196,11 +199,8 @@ private Q_SLOTS:
         Node &waiter = &asker == &a ? b : a;
         asker.mesh->setPeers({waiter.behindNat()}, true);
         waiter.mesh->setPeers({asker.behindNat()}, true);
-        const auto [t1, t2] = server.expectPair(asker.identity.nodeId(), waiter.identity.nodeId());
-        const std::string address = "127.0.0.1:" + std::to_string(server.port());
-        asker.mesh->relayGranted({waiter.identity.nodeId(), address, relay::tokenToBytes(t1), false, {}});
-        waiter.mesh->relayGranted({asker.identity.nodeId(), address, relay::tokenToBytes(t2), true, {}});
-        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
+        grantPair(server, asker, waiter);
+        QVERIFY(bothUp(asker, waiter, 15s));
         QCOMPARE(server.counters().pairsActive, uint64_t(1));
 
         const participant::PeerAddress waiterReachable{waiter.identity.nodeId(),
@@ -208,17 +208,11 @@ private Q_SLOTS:
         waiter.mesh->setPeers({asker.behindNat()}, false); // it is dialled now
         asker.mesh->setPeers({waiterReachable}, true);     // and the asker dials it
         QVERIFY(test::waitFor([&] { return server.counters().pairsActive == 0; }, 10s));
-        QVERIFY(test::waitFor([&] { return asker.mesh->isUp(waiter.identity.nodeId()); }, 15s));
-        QVERIFY(test::waitFor([&] { return waiter.mesh->isUp(asker.identity.nodeId()); }, 15s));
+        QVERIFY(bothUp(asker, waiter, 15s));
         const uint64_t relayed = server.counters().bytesRelayed;
         const std::string text = "direct now";
         QCOMPARE(asker.mesh->send(waiter.identity.nodeId(), net::StageError{0, 1, text}), net::SendResult::Queued);
-        QVERIFY(test::waitFor(
-            [&] {
-                std::lock_guard lock(waiter.mutex);
-                return !waiter.received.empty();
-            },
-            10s));
+        QVERIFY(receivedAny(waiter));
         QCOMPARE(server.counters().bytesRelayed, relayed); // not through the relay
         QCOMPARE(server.counters().pairsOpened, uint64_t(1));
     }
