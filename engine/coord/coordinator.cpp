@@ -47,7 +47,8 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
                 CoordinatorIdentity::loadOrCreate(settings.dataDir, settings.swarmName)))
     , store(settings.dataDir / "rookery.db")
     , run((validate(settings.run), settings.run))
-    , plan(planModelOf(run), {run.seed, settings.planPopulation, settings.planGenerations, settings.clusterSize})
+    , plan(planModelOf(run, settings),
+           {run.seed, settings.planPopulation, settings.planGenerations, settings.clusterSize})
 {
     const StoredState stored = store.load();
     RegistryConfig rc;

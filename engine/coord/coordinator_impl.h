@@ -31,14 +31,14 @@ namespace coordinator_detail {
 using Clock = std::chrono::steady_clock;
 inline constexpr const char *kArea = "coord";
 
-inline swarm::PlanModel planModelOf(const RunConfig &run)
+inline swarm::PlanModel planModelOf(const RunConfig &run, const CoordinatorSettings &settings)
 {
     double copies = 0;
     if (run.optimizer.kind == train::OptimizerKind::AdamW)
         copies = 2;
     else if (run.optimizer.momentum != 0)
         copies = 1;
-    return {run.model, run.microbatch, copies};
+    return {run.model, run.microbatch, copies, settings.relay ? double(settings.relayBytesPerSecondPerPair) : 0.0};
 }
 
 } // namespace coordinator_detail

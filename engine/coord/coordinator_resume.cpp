@@ -61,7 +61,7 @@ void Coordinator::Impl::restore(const StoredState &stored)
         if (!stored.run->planJson.empty()) {
             try {
                 plan = PlanState::fromJson(
-                    planModelOf(run),
+                    planModelOf(run, settings),
                     {run.seed, settings.planPopulation, settings.planGenerations, settings.clusterSize},
                     stored.run->planJson, capacities);
             } catch (const Error &e) {

@@ -108,8 +108,10 @@ void NodeRegistry::restore(const StoredState &state, const std::vector<std::stri
             r->assignment = it->second;
             // The last verdict stands until the node is checked again: who dials whom
             // stays as it was across a coordinator restart.
-            if (r->assignment.unreachable)
+            if (r->assignment.unreachable) {
                 r->reachability = Reachability::Unreachable;
+                r->capacity.reachable = false;
+            }
         }
         r->inPlanner = inPlan.count(v.nodeId) > 0;
         const Presence stored = presenceFromName(v.presence);
@@ -180,6 +182,11 @@ void NodeRegistry::setReachability(const std::string &nodeId, const std::string 
             m_hooks.addressesChanged();
         r.reachability = verdict;
         r.reachabilityNote = note;
+        if (r.capacity.reachable != reachable) {
+            r.capacity.reachable = reachable;
+            if (r.inPlanner) // the planner puts it next to reachable neighbours where it can
+                m_hooks.join(nodeId, r.capacity);
+        }
         if (reachable)
             log::info(kArea, "node " + shortId(nodeId) + " '" + r.name + "': " + note);
         else

@@ -13,6 +13,9 @@ struct Capacity
     double gflops = 0;       ///< measured fp32 matmul GFLOP/s with the threads it gives us
     int64_t memoryBytes = 0; ///< what it lets us use
     double bandwidthBytesPerSecond = 0;
+    /// Peers can dial it (the coordinator's check). Two neighbours that both cannot are
+    /// linked through the relay.
+    bool reachable = true;
 };
 
 /// What the model asks of a cluster (one pipeline holding the whole model).

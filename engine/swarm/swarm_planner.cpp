@@ -89,15 +89,30 @@ PipelinePlan planPipeline(const PlanModel &m, const std::vector<PlanVolunteer> &
                      [&](size_t a, size_t b) { return v[a].capacity.gflops > v[b].capacity.gflops; });
     PipelinePlan best;
     double bestSeconds = std::numeric_limits<double>::infinity();
+    size_t bestRelayed = 0;
     std::string lastError;
     auto consider = [&](const std::vector<size_t> &candidate) {
+        const auto relayed = [&](size_t s) { // the link from stage s to s + 1
+            return s + 1 < candidate.size() && !v[candidate[s]].capacity.reachable &&
+                   !v[candidate[s + 1]].capacity.reachable;
+        };
         std::vector<model::StageDevice> devices;
-        for (size_t i : candidate)
-            devices.push_back(deviceOf(v[i]));
+        size_t relayedLinks = 0;
+        for (size_t s = 0; s < candidate.size(); ++s) {
+            model::StageDevice d = deviceOf(v[candidate[s]]);
+            if (m.relayBytesPerSecond > 0 && (relayed(s) || (s > 0 && relayed(s - 1))))
+                d.linkBytesPerSecond = std::min(d.linkBytesPerSecond, m.relayBytesPerSecond);
+            relayedLinks += relayed(s);
+            devices.push_back(d);
+        }
         try {
             auto p = model::partitionLayers(costs, devices, options);
-            if (p.bottleneckSeconds() < bestSeconds) {
-                bestSeconds = p.bottleneckSeconds();
+            const double seconds = p.bottleneckSeconds();
+            const bool faster = seconds < bestSeconds * (1 - 1e-9);
+            const bool asFast = seconds <= bestSeconds * (1 + 1e-9);
+            if (faster || (asFast && relayedLinks < bestRelayed)) {
+                bestSeconds = seconds;
+                bestRelayed = relayedLinks;
                 best = {candidate, std::move(p), 0};
             }
         } catch (const Error &e) {

@@ -17,6 +17,9 @@ struct PlanModel
     model::ModelSpec spec;
     int64_t microbatch = 64;
     double optimizerStateCopies = 1; ///< SGD with momentum 1, AdamW 2
+    /// What a pipeline link through the relay (between two unreachable neighbours) may
+    /// carry: the relay's cap per pair. 0: no cap, only each node's own bandwidth.
+    double relayBytesPerSecond = 0;
 };
 
 /// A volunteer as the planner sees it.
@@ -59,7 +62,10 @@ struct SwarmPlan
 ModelDemand demandOf(const PlanModel &model);
 
 /// The best pipeline for these volunteers: the order of stages (all orders for up to
-/// six members, else fastest first) and the cut for that order.
+/// six members, else fastest first) and the cut for that order. Two unreachable
+/// neighbours link through the relay: their link is charged the relay's bandwidth, and
+/// of orders equally fast the one with the fewest relayed links wins, so an unreachable
+/// volunteer goes next to reachable ones where it can.
 PipelinePlan planPipeline(const PlanModel &model, const std::vector<PlanVolunteer> &volunteers,
                           const std::vector<size_t> &members);
 

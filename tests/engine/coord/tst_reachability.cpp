@@ -179,6 +179,40 @@ private Q_SLOTS:
         QCOMPARE(partnerOf(b).nodeId, open.identity.nodeId());
         QVERIFY(!partnerOf(b).unreachable);
     }
+
+    // Two volunteers behind NAT and one that can be dialled, all alike, in a pipeline of
+    // three: the planner puts the reachable one in the middle, so that neither of its
+    // links needs the relay.
+    void thePlannerPutsTheReachableOneBetween()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.reachabilityTimeout = 1500ms;
+        s.clusterSize = 3;
+        s.expectNodes = 3;
+        s.firstPlanDelay = 60s; // plan once all three are in and checked
+        coord::Coordinator c(s);
+        net::NetContext net(1);
+        const uint16_t port = freeLoopbackPort();
+        test::TestNode open, natA, natB;
+        open.listenAddress = "127.0.0.1:" + std::to_string(port);
+        natA.listenAddress = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+        natB.listenAddress = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+        open.start(net, c.coordinatorAddress(), 10, 1ull << 30); // registers first: index 0
+        QVERIFY(test::eventually([&] { return open.registrationCount() == 1; }));
+        auto log = std::make_shared<test::EventLog>();
+        const auto listener = listenAs(net, open, port, log);
+        natA.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        natB.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] {
+            return open.assignment().isTraining() && natA.assignment().isTraining() && natB.assignment().isTraining();
+        }));
+        const auto a = open.assignment();
+        QCOMPARE(a.stages, 3);
+        QCOMPARE(a.stage, 1);
+        QVERIFY(natA.assignment().unreachable && natB.assignment().unreachable);
+        QVERIFY(a.previous.unreachable && a.next.unreachable); // both neighbours dial it
+    }
 };
 
 QTEST_GUILESS_MAIN(TestReachability)

@@ -85,6 +85,40 @@ private Q_SLOTS:
         QVERIFY(stages[fastStage].computeSeconds * 200 > stages[1 - fastStage].computeSeconds * 50);
     }
 
+    // Two volunteers behind NAT and one reachable, all alike: the reachable one goes in
+    // the middle, so that no pipeline link goes through the relay.
+    void putsUnreachableVolunteersNextToReachableOnes()
+    {
+        std::vector<PlanVolunteer> v = volunteers(3, 0.7);
+        v[0].capacity.reachable = false;
+        v[1].capacity.reachable = false;
+        for (double relay : {0.0, 1e6}) { // no relay cap: the tie-break; a slow relay: the cost
+            PlanModel m = mlp();
+            m.relayBytesPerSecond = relay;
+            const PipelinePlan p = planPipeline(m, v, {0, 1, 2});
+            QCOMPARE(p.stages.size(), size_t(3));
+            QCOMPARE(p.stages[1], size_t(2));
+        }
+        // All reachable: the first order of the equally fast ones, as before.
+        v[0].capacity.reachable = v[1].capacity.reachable = true;
+        QCOMPARE(planPipeline(mlp(), v, {0, 1, 2}).stages, (std::vector<size_t>{0, 1, 2}));
+    }
+
+    // A relayed link is charged the relay's bandwidth: two unreachable volunteers that
+    // must be neighbours make a slower pipeline than two reachable ones.
+    void chargesARelayedLinkTheRelaysBandwidth()
+    {
+        std::vector<PlanVolunteer> v = volunteers(2, 0.7);
+        PlanModel m = mlp();
+        m.relayBytesPerSecond = 1e6; // 1 MB/s against the volunteers' own 100 MB/s
+        const double direct = planPipeline(m, v, {0, 1}).samplesPerSecond;
+        v[0].capacity.reachable = v[1].capacity.reachable = false;
+        const double relayed = planPipeline(m, v, {0, 1}).samplesPerSecond;
+        QVERIFY2(relayed < direct * 0.5, qPrintable(QString("%1 vs %2").arg(relayed).arg(direct)));
+        m.relayBytesPerSecond = 0; // uncapped: no charge
+        QCOMPARE(planPipeline(m, v, {0, 1}).samplesPerSecond, direct);
+    }
+
     void keepsUnchangedPipelines()
     {
         const auto v = volunteers(4, 0.7);
