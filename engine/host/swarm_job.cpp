@@ -145,6 +145,14 @@ std::string SwarmJob::supervise(launcher::SwarmLauncher *swarm, bool &failed)
             reportStarted(""); // it speaks once its data, database and identity are loaded
             say(Level::Info, "swarm", text);
         };
+        callbacks.warning = [this, &out](const std::string &text) {
+            if (out.warning)
+                out.warning(text);
+            say(Level::Warning, "swarm", text);
+            std::lock_guard lock(m_mutex);
+            m_peerProblem = text;
+            m_peerProblemAt = Clock::now();
+        };
         callbacks.join = [this](const participant::JoinState &j) {
             std::lock_guard lock(m_mutex);
             m_join = j;
@@ -302,6 +310,8 @@ JobView SwarmJob::view() const
             v.waiting = "cannot join the swarm: " + failed->text;
         else if (!m_status || v.assignment.cluster < 0)
             v.waiting = "waiting for a place in the swarm";
+        else if (v.assignment.stageCount > 1 && Clock::now() - m_peerProblemAt < std::chrono::minutes(1))
+            v.waiting = "no step in the last 3 s: " + m_peerProblem;
         else if (v.assignment.stageCount > 1)
             v.waiting = "no step in the last 3 s: waiting for the pipeline's other stages or for the processor";
         else

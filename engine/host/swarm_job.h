@@ -72,6 +72,8 @@ private:
     std::string m_address;
     std::string m_where; ///< the coordinator's host:port, for the join steps
     participant::JoinState m_join;
+    std::string m_peerProblem; ///< the node's last warning about its peers, for the status line
+    std::chrono::steady_clock::time_point m_peerProblemAt{};
     std::string m_selfId;
     uint16_t m_statusPort = 0;
     std::optional<participant::SwarmNodeSummary> m_nodeSummary;

@@ -82,10 +82,13 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &peers, bool selfUnreacha
         m->wanted.clear();
         for (const auto &p : peers)
             m->wanted.insert(p.nodeId);
+        m->lastLinkOrChange = std::chrono::steady_clock::now();
         for (auto it = m->dialled.begin(); it != m->dialled.end();) {
             if (!m->wanted.count(it->first) || !dialNow.count(it->first)) { // gone, or it dials us now
                 toClose.push_back(it->second);
                 m->dialledSince.erase(it->first);
+                m->dialAddress.erase(it->first);
+                m->dialError.erase(it->first);
                 it = m->dialled.erase(it);
             } else {
                 ++it;
@@ -116,6 +119,7 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &peers, bool selfUnreacha
         std::lock_guard lock(m->mutex);
         m->dialled[peer.nodeId] = link;
         m->dialledSince[peer.nodeId] = std::chrono::steady_clock::now();
+        m->dialAddress[peer.nodeId] = peer.address;
     }
 }
 

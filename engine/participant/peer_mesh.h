@@ -52,6 +52,8 @@ public:
         /// the relay too: its address can be right and still not reachable from here (two
         /// volunteers behind one router without hairpin NAT).
         std::chrono::milliseconds relayFallbackAfter{20'000};
+        /// No neighbour reachable this long: a warning (Events::problem), again each minute.
+        std::chrono::milliseconds isolatedWarningAfter{30'000};
         /// Testing only (ROOKERY_WAN_EMULATION): every link's incoming messages are
         /// held back as over an internet path. Off by default.
         net::WanEmulationConfig wan;
@@ -65,6 +67,11 @@ public:
         /// be dialled and this node is the one that asks. The grant comes back through
         /// relayGranted().
         std::function<void(const std::string &peer)> needRelay;
+        /// Something a person should hear, as a warning, once per episode: a neighbour
+        /// that cannot be reached directly ("cannot reach 3f2a… at 203.0.113.7:41000
+        /// directly (timed out); using the relay"), a relay refused, or no neighbour
+        /// reachable at all (`peer` empty). The mesh keeps trying.
+        std::function<void(const std::string &peer, const std::string &text)> problem;
     };
 
     /// Starts listening at once; throws rookery::Error when it cannot.

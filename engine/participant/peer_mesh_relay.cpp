@@ -18,6 +18,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::chrono::milliseconds kMaxBackoff{30'000};
+constexpr std::chrono::seconds kIsolatedRepeat{60}; // "cannot reach any neighbour", at most this often
 
 std::string shortId(const std::string &id) { return id.substr(0, 12); }
 
@@ -63,6 +64,7 @@ void PeerMesh::setRelays(const std::vector<PeerAddress> &peers, bool selfUnreach
 void PeerMesh::tick()
 {
     std::vector<std::string> ask;
+    std::vector<std::pair<std::string, std::string>> problems; // said once the lock is let go
     {
         std::lock_guard lock(m->mutex);
         const auto now = Clock::now();
@@ -78,9 +80,25 @@ void PeerMesh::tick()
             r.fallback = true;
             r.nextAsk = now;
             m->relays.emplace(peer, std::move(r));
-            log::info("mesh", "no direct link to peer " + shortId(peer) + " after " +
-                                  std::to_string(m->config.relayFallbackAfter.count() / 1000) +
-                                  " s: asking for one through the coordinator's relay as well");
+            const auto error = m->dialError.find(peer);
+            problems.emplace_back(peer,
+                                  "cannot reach " + shortId(peer) + " at " + m->dialAddress[peer] + " directly (" +
+                                      (error == m->dialError.end()
+                                           ? std::string("no link after ") +
+                                                 std::to_string(m->config.relayFallbackAfter.count() / 1000) + " s"
+                                           : error->second) +
+                                      "); using the relay");
+        }
+        // Not one neighbour reachable for a while: say so (once a minute), and go on trying.
+        if (!m->wanted.empty() && m->open.empty() && now - m->lastLinkOrChange > m->config.isolatedWarningAfter &&
+            now - m->isolatedSaid > kIsolatedRepeat) {
+            m->isolatedSaid = now;
+            std::string last;
+            for (const auto &[peer, error] : m->dialError)
+                last = " (" + shortId(peer) + ": " + error + ")";
+            problems.emplace_back(std::string(), "cannot reach any of its " + std::to_string(m->wanted.size()) +
+                                                     (m->wanted.size() == 1 ? " neighbour" : " neighbours") + last +
+                                                     "; still trying");
         }
         for (auto &[peer, r] : m->relays) {
             const auto open = m->open.find(peer);
@@ -96,6 +114,8 @@ void PeerMesh::tick()
             r.backoff = std::min(kMaxBackoff, r.backoff * 2);
         }
     }
+    for (const auto &[peer, text] : problems)
+        m->problem(peer, text);
     std::lock_guard events(m->eventsMutex);
     if (m->detached || !m->events.needRelay)
         return;
@@ -106,7 +126,8 @@ void PeerMesh::tick()
 void PeerMesh::relayGranted(const net::RelayGrant &grant)
 {
     if (grant.token.empty()) {
-        log::warning("mesh", "the coordinator gave no relay to peer " + shortId(grant.peerId) + ": " + grant.reason);
+        m->problem(grant.peerId, "the coordinator gave no relay to " + shortId(grant.peerId) + ": " + grant.reason +
+                                     "; asking again later");
         return;
     }
     net::RelayedDialConfig rc;

@@ -27,6 +27,12 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     std::map<std::string, std::shared_ptr<net::Link>> dialled; // peers we dial (kept while wanted)
     std::map<std::string, std::chrono::steady_clock::time_point> dialledSince;
     std::map<std::string, std::shared_ptr<net::Link>> open; // the open link per peer
+    std::map<std::string, std::string> dialAddress;         // where we dial each peer
+    std::map<std::string, std::string> dialError;           // why the last dial of a peer failed
+    // For "cannot reach any neighbour": when a link last opened or the neighbours changed,
+    // and when that was last said.
+    std::chrono::steady_clock::time_point lastLinkOrChange = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point isolatedSaid{};
     // Peers linked through a relay: neither end can be dialled (peer_mesh_relay.cpp).
     struct Relay
     {
@@ -49,6 +55,16 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     explicit State(net::NetContext &c)
         : context(c)
     { }
+
+    // Tells the owner something it should say as a warning (Events::problem).
+    void problem(const std::string &peer, const std::string &text)
+    {
+        std::lock_guard lock(eventsMutex);
+        if (!detached && events.problem)
+            events.problem(peer, text);
+        else if (!detached)
+            log::warning("mesh", text);
+    }
 
     void addStats(const net::LinkStats &s)
     {
@@ -112,6 +128,8 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
             if (slot && slot != link)
                 slot->close("replaced by a newer link");
             slot = link;
+            lastLinkOrChange = std::chrono::steady_clock::now();
+            dialError.erase(peer);
         }
         std::lock_guard lock(eventsMutex);
         if (!detached && events.link)
@@ -124,6 +142,9 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
         bool wasOpen = false;
         {
             std::lock_guard lock(mutex);
+            for (const auto &[dialledPeer, dialledLink] : dialled) // a dial that failed: remember why
+                if (dialledLink == link && !info.clean)
+                    dialError[dialledPeer] = info.reason;
             auto it = open.find(peer);
             if (it != open.end() && it->second == link) {
                 open.erase(it);

@@ -96,6 +96,13 @@ struct SwarmNode::Impl
         if (callbacks.message)
             callbacks.message(text);
     }
+
+    void warn(const std::string &text)
+    {
+        log::warning("node", text);
+        if (callbacks.warning)
+            callbacks.warning(text);
+    }
 };
 
 namespace {
@@ -292,6 +299,7 @@ void NodeRun::openMesh(const coord::Registration &registration)
         d.wake.notify_all();
     };
     me.writable = [&d](const std::string &peer) { d.stage.writable(peer); };
+    me.problem = [&d](const std::string &, const std::string &text) { d.warn(text); };
     me.needRelay = [this](const std::string &peer) {
         if (!m_client->requestRelay(peer))
             log::info("node", "cannot ask for a relay to " + peer.substr(0, 12) + " now: not registered");

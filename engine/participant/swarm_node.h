@@ -64,6 +64,9 @@ public:
     struct Callbacks
     {
         std::function<void(const std::string &)> message;
+        /// What goes wrong on the way to the peers, as warnings: a neighbour reached only
+        /// through the relay, a relay refused, no neighbour reachable at all.
+        std::function<void(const std::string &)> warning;
         std::function<void(const StageProgress &)> progress;
         /// Each change in how far the node has got in joining (connected, registered,
         /// placed), from the node's threads, one at a time.

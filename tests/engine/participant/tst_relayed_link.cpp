@@ -29,18 +29,25 @@ struct Node
     std::mutex mutex;
     std::vector<std::string> asked;     // peers it asked a relay for
     std::vector<net::Message> received; // from its peer
+    std::vector<std::string> problems;  // what it would warn about
 
     Node(net::NetContext &net, const net::CertificateAuthority &ca,
-         std::chrono::milliseconds relayFallbackAfter = std::chrono::seconds(20))
+         std::chrono::milliseconds relayFallbackAfter = std::chrono::seconds(20),
+         std::chrono::milliseconds isolatedWarningAfter = std::chrono::seconds(30))
     {
         participant::PeerMesh::Config c;
         c.relayFallbackAfter = relayFallbackAfter;
+        c.isolatedWarningAfter = isolatedWarningAfter;
         c.nodeId = identity.nodeId();
         c.credentials = {ca.issue(identity.publicKeyPem()), identity.privateKeyPem(), ca.certificatePem()};
         participant::PeerMesh::Events e;
         e.message = [this](const std::string &, net::Message &&m) {
             std::lock_guard lock(mutex);
             received.push_back(std::move(m));
+        };
+        e.problem = [this](const std::string &, const std::string &text) {
+            std::lock_guard lock(mutex);
+            problems.push_back(text);
         };
         e.needRelay = [this](const std::string &peer) {
             std::lock_guard lock(mutex);
@@ -151,6 +158,17 @@ private Q_SLOTS:
             },
             5s));
         QCOMPARE(other.askedCount(), size_t(0));
+        {
+            // Said as a warning, with the address and why.
+            std::lock_guard lock(dialler.mutex);
+            QCOMPARE(dialler.problems.size(), size_t(1));
+            const std::string &p = dialler.problems.front();
+            QVERIFY2(
+                p.rfind("cannot reach " + other.identity.nodeId().substr(0, 12) + " at 127.0.0.1:1 directly (", 0) == 0,
+                p.c_str());
+            QVERIFY2(p.find("refused") != std::string::npos, p.c_str());
+            QVERIFY2(p.find("); using the relay") != std::string::npos, p.c_str());
+        }
         grantPair(server, dialler, other);
         QVERIFY(bothUp(dialler, other, 15s));
     }
@@ -217,6 +235,32 @@ private Q_SLOTS:
         QCOMPARE(server.counters().pairsOpened, uint64_t(1));
     }
 
+    // A node whose neighbours are all out of reach says so once, and keeps trying.
+    void reachingNoNeighbourIsSaid()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        net::NetContext net;
+        Node a(net, ca, 60s, 300ms);
+        Node ghost(net, ca); // never listened to: its address refuses
+        const bool aDials = a.identity.nodeId() < ghost.identity.nodeId();
+        a.mesh->setPeers({{ghost.identity.nodeId(), "127.0.0.1:1", false}}, !aDials); // so that a dials
+        QVERIFY(test::waitFor(
+            [&] {
+                a.mesh->tick();
+                std::lock_guard lock(a.mutex);
+                return !a.problems.empty();
+            },
+            5s));
+        for (int i = 0; i < 5; ++i) // not again within the minute
+            a.mesh->tick();
+        std::lock_guard lock(a.mutex);
+        QCOMPARE(a.problems.size(), size_t(1));
+        const std::string &p = a.problems.front();
+        QVERIFY2(p.rfind("cannot reach any of its 1 neighbour (", 0) == 0, p.c_str());
+        QVERIFY2(p.find("refused") != std::string::npos, p.c_str());
+        QVERIFY2(p.find("still trying") != std::string::npos, p.c_str());
+    }
+
     // A refusal (the relay is full, the peer is gone) is said and asked again later,
     // not retried in a loop.
     void aRefusedRelayIsAskedAgainLater()
@@ -228,6 +272,11 @@ private Q_SLOTS:
         Node &waiter = &asker == &a ? b : a;
         asker.mesh->setPeers({waiter.behindNat()}, true);
         asker.mesh->relayGranted({waiter.identity.nodeId(), {}, {}, false, "the relay is full"});
+        {
+            std::lock_guard lock(asker.mutex);
+            QCOMPARE(asker.problems.size(), size_t(1));
+            QVERIFY(asker.problems.front().find("the relay is full; asking again later") != std::string::npos);
+        }
         asker.mesh->tick();
         QCOMPARE(asker.askedCount(), size_t(1)); // the back-off holds the next ask
         QVERIFY(test::waitFor(
