@@ -98,7 +98,9 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     cli::addWholeNumber(p, "--relay-port", s.relayPort, 0, 65535, "N",
                         "port of the relay for volunteers that cannot be dialled (0: any)");
     bool noRelay = false;
-    p.add_flag("--no-relay", noRelay, "run no relay: volunteers behind NAT on both ends of a link cannot link");
+    p.add_flag("--no-relay", noRelay,
+               "run no relay of its own: volunteers behind NAT on both ends of a link link only through a volunteer's "
+               "relay (rookery-node --serve-relay)");
     cli::addWholeNumber(p, "--relay-pairs-per-node", s.relayPairsPerNode, 1, 1024, "N",
                         "relayed links one volunteer may hold at once");
     double relayMbit = 0;

@@ -152,6 +152,8 @@ host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
     s.swarm.bindAddress = o.bind;
     s.swarm.publicAddress = o.publicAddress;
     s.swarm.mapPort = !o.noPortMapping;
+    s.swarm.relayPort = uint16_t(o.serveRelay);
+    s.swarm.relayBytesPerSecondPerPair = uint64_t(o.relayMbit * 1e6 / 8);
     s.swarm.port = uint16_t(o.port);
     if (o.local.checkpointEvery >= 0)
         s.swarm.checkpointEvery = o.local.checkpointEvery;

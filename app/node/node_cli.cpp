@@ -37,6 +37,11 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
                "swarm: do not ask the home router (UPnP IGD, NAT-PMP) to forward the peer port");
     cli::addWholeNumber(p, "--port", o.port, 0, 65535, "N",
                         "swarm: the port peers reach this node at (0: any free port)");
+    cli::addWholeNumber(p, "--serve-relay", o.serveRelay, 1, 65535, "PORT",
+                        "swarm: run a relay on this port for volunteers that cannot reach each other (opt in; the "
+                        "coordinator uses it while peers can dial this node; they see only ciphertext)");
+    cli::addNumber(p, "--relay-mbit", o.relayMbit, 0, 100000, "MBIT",
+                   "swarm: with --serve-relay, cap each relayed pair to this many Mbit/s each way (0: no cap)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
     cli::addWholeNumber(p, "--status-port", o.statusPort, 0, 65535, "N",
                         "swarm: the coordinator's status API, for the peer graph (0: its port + 1)");
@@ -99,9 +104,11 @@ void checkCombinations(const CLI::App &p, const NodeOptions &o)
         throw Error("--control-port and --no-control do not go together");
     if (!o.join.empty() && o.profile)
         throw Error("--profile and --join do not go together");
+    if (p.count("--relay-mbit") && !p.count("--serve-relay"))
+        throw Error("--relay-mbit goes with --serve-relay");
     if (o.join.empty())
-        for (const char *swarmOnly :
-             {"--name", "--bind", "--public-address", "--no-port-mapping", "--port", "--stay", "--status-port"})
+        for (const char *swarmOnly : {"--name", "--bind", "--public-address", "--no-port-mapping", "--port",
+                                      "--serve-relay", "--relay-mbit", "--stay", "--status-port"})
             if (p.count(swarmOnly))
                 throw Error(std::string(swarmOnly) + " goes with --join");
 }

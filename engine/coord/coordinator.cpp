@@ -66,7 +66,7 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
     hooks.changed = [this] { ++statusVersion; };
     hooks.relay = [this](const std::string &dialer, const std::string &acceptor) {
         if (!relayServer)
-            throw Error("this coordinator runs no relay (--no-relay)");
+            throw Error("this coordinator runs no relay (--no-relay), and no volunteer's relay is available");
         const auto [a, b] = relayServer->expectPair(dialer, acceptor);
         return RelayTickets{host + ":" + std::to_string(relayServer->port()), relay::tokenToBytes(a),
                             relay::tokenToBytes(b)};

@@ -108,7 +108,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
                  nowMs(),
                  std::string("rookery ") + kVersion,
                  config.uploadBytesPerSecond,
-                 identity.publicKeyPem()};
+                 identity.publicKeyPem(),
+                 config.relayPort};
         }
         if (l->send(r) != net::SendResult::Queued)
             log::warning(kArea, "could not queue the registration on " + l->describe());
@@ -127,6 +128,11 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             return refuse(l, "the coordinator refused this node: " + err->reason);
         if (auto *grant = std::get_if<net::RelayGrant>(&m))
             return notify(&CoordinatorClientEvents::relayGranted, *grant);
+        if (auto *expect = std::get_if<net::RelayExpect>(&m)) {
+            if (config.relayPort == 0)
+                return log::warning(kArea, "ignoring a RelayExpect: this node runs no relay");
+            return notify(&CoordinatorClientEvents::relayExpected, *expect);
+        }
         log::warning(kArea, "ignoring an unexpected " + std::string(net::messageName(m)) + " from the coordinator");
     }
 

@@ -26,6 +26,9 @@ struct CoordinatorClientConfig
     std::string listenAddress;
     std::string profileJson;         ///< device::toJson(CapabilityProfile)
     double uploadBytesPerSecond = 0; ///< measured upload; 0 = unknown (the coordinator assumes a default)
+    /// This node runs a relay for other volunteers on this port (it opted in, and the
+    /// coordinator may send pairs to it while it can be dialled); 0: none.
+    uint16_t relayPort = 0;
     std::chrono::milliseconds handshakeTimeout{10'000};
     std::chrono::milliseconds initialBackoff{250}; ///< reconnecting: doubles up to maxBackoff, with jitter
     std::chrono::milliseconds maxBackoff{30'000};
@@ -54,6 +57,8 @@ struct CoordinatorClientEvents
     /// A relayed link to a peer was granted (asked for by this node or by the peer),
     /// or refused (an empty token, with the reason).
     std::function<void(const net::RelayGrant &)> relayGranted;
+    /// This node's relay (config.relayPort) is to expect a pair: register its tokens.
+    std::function<void(const net::RelayExpect &)> relayExpected;
 };
 
 /// Counters for status displays and benchmarks.

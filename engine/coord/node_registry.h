@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -164,6 +165,15 @@ private:
     void onHeartbeat(const std::shared_ptr<net::Link> &link, const net::Heartbeat &h, Outbox &out);
     void onLeave(const std::shared_ptr<net::Link> &link, const net::Leave &l);
     void onRelayRequest(const std::shared_ptr<net::Link> &link, const net::RelayRequest &r, Outbox &out);
+    struct VolunteerRelay
+    {
+        std::string nodeId;
+        std::string address; ///< "host:port" of its relay
+        std::shared_ptr<net::Link> link;
+    };
+    /// A volunteer's relay for a pair (not one of the two): one that opted in and can be
+    /// dialled, the one given the fewest pairs so far. Under m_mutex.
+    std::optional<VolunteerRelay> volunteerRelay(const std::string &a, const std::string &b);
     void refuse(const std::shared_ptr<net::Link> &link, net::CoordinatorErrorCode code, const std::string &reason,
                 Outbox &out);
     void lose(Record &record, Clock::time_point now, const std::string &why);

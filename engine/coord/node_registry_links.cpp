@@ -118,6 +118,7 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
     rec.software = r.software;
     rec.certificatePem = certificate;
     rec.uploadBytesPerSecond = r.uploadBytesPerSecond;
+    rec.relayPort = r.relayPort;
     rec.assumedBandwidth = c.assumedBandwidth;
     rec.link = link;
     rec.lastSeen = Clock::now();
@@ -207,69 +208,6 @@ void NodeRegistry::closed(const std::shared_ptr<net::Link> &link)
     m_linkNode.erase(it);
     if (rec.presence == Presence::Online)
         lose(rec, Clock::now(), "its link closed");
-}
-namespace {
-
-// Whether `a` links its node with `peer`: a node may ask for relays to its own
-// neighbours only, so that nobody spends the relay (and the peer's cap) on strangers.
-bool namesPeer(const Assignment &a, const std::string &peer)
-{
-    if (a.previous.nodeId == peer || a.next.nodeId == peer || a.weightsFrom.nodeId == peer)
-        return true;
-    for (const auto &r : a.rings)
-        for (const auto &m : r.members)
-            if (m.nodeId == peer)
-                return true;
-    return false;
-}
-
-} // namespace
-
-void NodeRegistry::onRelayRequest(const std::shared_ptr<net::Link> &link, const net::RelayRequest &r, Outbox &out)
-{
-    std::string from;
-    std::shared_ptr<net::Link> peerLink;
-    net::RelayGrant mine{r.peerId, {}, {}, false, {}};
-    {
-        std::lock_guard lock(m_mutex);
-        const auto it = m_linkNode.find(link.get());
-        if (it == m_linkNode.end())
-            return refuse(link, net::CoordinatorErrorCode::NotRegistered,
-                          "a relay is for registered nodes: send Register first", out);
-        from = it->second;
-        const auto p = m_nodes.find(r.peerId);
-        const Record *peer = p == m_nodes.end() ? nullptr : p->second.get();
-        if (!peer)
-            mine.reason = "node " + shortId(r.peerId) + " is not registered here";
-        else if (!namesPeer(m_nodes.at(from)->assignment, r.peerId))
-            mine.reason = "node " + shortId(r.peerId) + " is not a neighbour in this node's assignment";
-        else if (peer->presence != Presence::Online || !(peerLink = peer->link.lock()))
-            mine.reason = "node " + shortId(r.peerId) + " is not online";
-    }
-    if (mine.reason.empty() && !m_hooks.relay)
-        mine.reason = "this coordinator runs no relay";
-    if (!mine.reason.empty()) {
-        out.send(link, net::Message(std::move(mine)));
-        return;
-    }
-    net::RelayGrant theirs{from, {}, {}, true, {}};
-    try {
-        const RelayTickets t = m_hooks.relay(from, r.peerId);
-        mine.address = theirs.address = t.address;
-        mine.token = t.dialerToken;
-        theirs.token = t.acceptorToken;
-    } catch (const Error &e) {
-        mine.reason = e.what();
-        out.send(link, net::Message(std::move(mine)));
-        return;
-    }
-    {
-        std::lock_guard lock(m_mutex);
-        ++m_counters.relayGrants;
-    }
-    log::info(kArea, "relaying " + shortId(from) + " -> " + shortId(r.peerId) + " through " + mine.address);
-    out.send(link, net::Message(std::move(mine)));
-    out.send(peerLink, net::Message(std::move(theirs)));
 }
 
 } // namespace rookery::coord

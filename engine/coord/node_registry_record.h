@@ -53,6 +53,8 @@ struct NodeRegistry::Record
     NodeReport report;
     bool reportFresh = false;
     uint64_t heartbeats = 0;
+    uint16_t relayPort = 0;       ///< it runs a relay for others there (Register.relay_port)
+    uint64_t relayPairsGiven = 0; ///< pairs sent to its relay, to spread them
 };
 
 // Messages to send and links to close once the lock is released: encoding a whole

@@ -205,6 +205,7 @@ struct Register
     std::string software;
     double uploadBytesPerSecond = 0;
     std::string publicKeyPem; ///< must be the key of the link's certificate
+    uint16_t relayPort = 0;   ///< this node runs a relay for others on this port; 0: none
     bool operator==(const Register &) const = default;
 };
 
@@ -277,6 +278,17 @@ struct RelayGrant
     bool operator==(const RelayGrant &) const = default;
 };
 
+/// The coordinator to a node that runs a relay: expect this pair (each presents its
+/// 16-byte token).
+struct RelayExpect
+{
+    std::string nodeA;
+    std::string nodeB;
+    std::string tokenA;
+    std::string tokenB;
+    bool operator==(const RelayExpect &) const = default;
+};
+
 enum class CoordinatorErrorCode : uint8_t {
     Unspecified = 0,
     BadRequest = 1,
@@ -298,7 +310,7 @@ struct CoordinatorError
 /// Every message a link carries.
 using Message = std::variant<Hello, HelloAck, Ping, Pong, Goodbye, Activations, Gradients, RingChunk, WeightsRequest,
                              WeightsReply, StageError, Register, RegisterReply, Heartbeat, HeartbeatAck,
-                             AssignmentUpdate, Leave, CoordinatorError, RelayRequest, RelayGrant>;
+                             AssignmentUpdate, Leave, CoordinatorError, RelayRequest, RelayGrant, RelayExpect>;
 
 /// "Activations", "Hello", ...
 std::string_view messageName(const Message &message);

@@ -162,8 +162,15 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     }
     case E::kRegistration: {
         const auto &r = env.registration();
-        return Register{r.name(),     r.listen_address(),          r.profile_json(),  r.nonce(), r.timestamp_ms(),
-                        r.software(), r.upload_bytes_per_second(), r.public_key_pem()};
+        return Register{r.name(),
+                        r.listen_address(),
+                        r.profile_json(),
+                        r.nonce(),
+                        r.timestamp_ms(),
+                        r.software(),
+                        r.upload_bytes_per_second(),
+                        r.public_key_pem(),
+                        uint16_t(r.relay_port())};
     }
     case E::kRegistrationReply: {
         const auto &r = env.registration_reply();
@@ -194,6 +201,10 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     case E::kRelayGrant: {
         const auto &g = env.relay_grant();
         return RelayGrant{g.peer_id(), g.address(), g.token(), g.accept(), g.reason()};
+    }
+    case E::kRelayExpect: {
+        const auto &e = env.relay_expect();
+        return RelayExpect{e.node_a(), e.node_b(), e.token_a(), e.token_b()};
     }
     case E::kCoordinatorError: {
         const auto &c = env.coordinator_error();

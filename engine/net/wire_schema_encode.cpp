@@ -172,6 +172,7 @@ struct ToEnvelope
         r->set_software(m.software);
         r->set_upload_bytes_per_second(m.uploadBytesPerSecond);
         r->set_public_key_pem(m.publicKeyPem);
+        r->set_relay_port(m.relayPort);
     }
     void operator()(const RegisterReply &m)
     {
@@ -215,6 +216,14 @@ struct ToEnvelope
         g->set_token(m.token);
         g->set_accept(m.accept);
         g->set_reason(m.reason);
+    }
+    void operator()(const RelayExpect &m)
+    {
+        auto *e = env.mutable_relay_expect();
+        e->set_node_a(m.nodeA);
+        e->set_node_b(m.nodeB);
+        e->set_token_a(m.tokenA);
+        e->set_token_b(m.tokenB);
     }
     void operator()(const CoordinatorError &m)
     {

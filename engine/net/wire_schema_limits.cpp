@@ -94,6 +94,8 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
     case E::kRegistration: {
         // Documents (profile, certificates, model) are bounded by the header limit.
         const auto &r = env.registration();
+        if (r.relay_port() > 65535)
+            return "a relay port is at most 65535, not " + std::to_string(r.relay_port());
         return checkStrings({{"name", &r.name()},
                              {"listen address", &r.listen_address()},
                              {"nonce", &r.nonce()},
@@ -121,6 +123,13 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
             return "a relay token has 16 bytes, not " + std::to_string(g.token().size());
         return checkStrings({{"peer id", &g.peer_id()}, {"relay address", &g.address()}, {"reason", &g.reason()}},
                             limits);
+    }
+    case E::kRelayExpect: {
+        const auto &e = env.relay_expect();
+        if (e.token_a().size() != 16 || e.token_b().size() != 16)
+            return "relay tokens have 16 bytes, not " + std::to_string(e.token_a().size()) + " and " +
+                   std::to_string(e.token_b().size());
+        return checkStrings({{"node id", &e.node_a()}, {"node id", &e.node_b()}}, limits);
     }
     case E::kCoordinatorError:
         return checkStrings({{"reason", &env.coordinator_error().reason()}}, limits);

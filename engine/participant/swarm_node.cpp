@@ -1,23 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/swarm_node.h"
 
-#include <condition_variable>
-#include <mutex>
-#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "engine/common/error.h"
-#include "engine/common/log.h"
-#include "engine/coord/coordinator_client.h"
 #include "engine/device/governor.h"
-#include "engine/net/net_context.h"
-#include "engine/net/tcp_listen.h"
-#include "engine/participant/node_preparation.h"
-#include "engine/participant/peer_mesh.h"
-#include "engine/participant/router_port.h"
-#include "engine/participant/stage_slot.h"
+#include "engine/participant/node_run.h"
 
 namespace rookery::participant {
 namespace {
@@ -58,181 +48,6 @@ coord::NodeActivity activityOf(const AssignedStage &stage)
 
 } // namespace
 
-struct SwarmNode::Impl
-{
-    SwarmNodeSettings settings;
-    Callbacks callbacks;
-
-    std::mutex mutex; // events from the coordinator link
-    std::condition_variable wake;
-    std::optional<coord::Registration> registration;
-    std::optional<coord::Assignment> newAssignment;
-    std::vector<net::RelayGrant> relayGrants; ///< for the mesh, in the order they came
-    std::string lastError;
-
-    std::shared_ptr<device::Governor> governor; // outlives every stage and link
-
-    StageSlot stage; // the mesh's events reach the current stage through it
-
-    std::mutex joinMutex; // orders the join callbacks
-    JoinState joinState;
-
-    /// Applies `change` to the join state and tells the callback when that changed it.
-    template <class Change> void updateJoin(Change &&change)
-    {
-        std::lock_guard lock(joinMutex);
-        JoinState next = joinState;
-        change(next);
-        if (next == joinState)
-            return;
-        joinState = next;
-        if (callbacks.join)
-            callbacks.join(joinState);
-    }
-
-    void say(const std::string &text)
-    {
-        log::info("node", text);
-        if (callbacks.message)
-            callbacks.message(text);
-    }
-
-    void warn(const std::string &text)
-    {
-        log::warning("node", text);
-        if (callbacks.warning)
-            callbacks.warning(text);
-    }
-};
-
-namespace {
-
-// One call of SwarmNode::run(), in its phases: prepare (everything that can fail on bad
-// input), join (the coordinator link), follow the assignments until it is time to go,
-// leave. The members go in the reverse of their order: the mesh, the coordinator link,
-// the network context, and last the data and the checkpoint store (leave() has already
-// destroyed the stage, which uses them all).
-class NodeRun
-{
-public:
-    NodeRun(SwarmNode::Impl &node, const std::atomic<bool> *stop)
-        : m_node(node)
-        , m_stop(stop)
-        , m_prepared(prepareSwarmNode(node.settings))
-    { }
-
-    SwarmNodeSummary run()
-    {
-        join();
-        followAssignments();
-        return leave();
-    }
-
-private:
-    bool stopRequested() const { return m_stop && m_stop->load(); }
-    void join();
-    coord::CoordinatorClientEvents coordinatorEvents();
-    void followAssignments();
-    std::optional<coord::Assignment> awaitEvents(); // and opens the mesh once registered
-    void openMesh(const coord::Registration &registration);
-    void noteStillWaiting();
-    std::string gaveUpJoining();             // why, once joining cannot succeed; else "".
-    bool follow(const coord::Assignment &a); // false: the coordinator stopped this node
-    void startStage(const coord::Assignment &a);
-    bool tend(AssignedStage &stage);           // false: time to leave
-    bool readyToLeave(const StageProgress &p); // the stage finished: true when the node may go now
-    SwarmNodeSummary leave();
-
-    SwarmNode::Impl &m_node;
-    const std::atomic<bool> *m_stop;
-    PreparedNode m_prepared;
-    net::NetContext m_net;
-    std::unique_ptr<coord::CoordinatorClient> m_client;
-    std::unique_ptr<PeerMesh> m_mesh;
-    std::unique_ptr<RouterPort> m_routerPort; ///< the peer port forwarded on the home router
-    coord::RunConfig m_run;
-    std::optional<coord::Assignment> m_current;
-    SwarmNodeSummary m_summary;
-    Clock::time_point m_lastWaitNote;
-    std::optional<Clock::time_point> m_finishedAt;
-};
-
-coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
-{
-    coord::CoordinatorClientEvents ce;
-    SwarmNode::Impl &d = m_node; // outlives the client
-    ce.registered = [&d](const coord::Registration &r) {
-        d.updateJoin([](JoinState &j) {
-            j.connected = j.registered = true;
-            j.connectProblem.clear();
-            j.registerProblem.clear();
-        });
-        std::lock_guard lock(d.mutex);
-        d.registration = r;
-        d.newAssignment = r.assignment;
-        d.wake.notify_all();
-    };
-    ce.connection = [&d](bool up) {
-        d.updateJoin([up](JoinState &j) {
-            j.connected = up;
-            j.registered = j.registered && up;
-            if (up)
-                j.connectProblem.clear();
-        });
-    };
-    ce.attemptFailed = [&d](const std::string &reason) {
-        d.updateJoin([&reason](JoinState &j) {
-            j.connected = j.registered = false;
-            j.connectProblem = reason;
-        });
-    };
-    ce.assignmentChanged = [&d](const coord::Assignment &a) {
-        std::lock_guard lock(d.mutex);
-        d.newAssignment = a;
-        d.wake.notify_all();
-    };
-    ce.relayGranted = [&d](const net::RelayGrant &g) {
-        std::lock_guard lock(d.mutex);
-        if (d.relayGrants.size() < 64) // a node has a handful of neighbours
-            d.relayGrants.push_back(g);
-        d.wake.notify_all();
-    };
-    ce.error = [&d](const std::string &text) { // a refusal, or a failure retrying cannot mend
-        log::warning("node", "coordinator: " + text);
-        d.updateJoin([&text](JoinState &j) {
-            (j.connected ? j.registerProblem : j.connectProblem) = text;
-            j.gaveUp = true;
-        });
-        std::lock_guard lock(d.mutex);
-        d.lastError = text;
-        d.wake.notify_all();
-    };
-    return ce;
-}
-
-void NodeRun::join()
-{
-    const auto &s = m_node.settings;
-    const auto &address = m_prepared.address;
-    coord::CoordinatorClientConfig cc;
-    cc.address = address;
-    cc.name = s.name;
-    cc.listenAddress = m_prepared.advertised;
-    if (s.mapPort && s.publicAddress.empty() && !net::isLoopbackHost(s.bindAddress)) {
-        SwarmNode::Impl &d = m_node; // outlives the mapper
-        m_routerPort = std::make_unique<RouterPort>(m_prepared.port, std::chrono::seconds(6),
-                                                    [&d](const std::string &text) { d.say(text); });
-        cc.listenAddress = m_routerPort->advertised(cc.listenAddress);
-    }
-    cc.profileJson = m_prepared.profileJson;
-    m_client = std::make_unique<coord::CoordinatorClient>(m_net, cc, m_prepared.identity, coordinatorEvents());
-    m_client->start();
-    m_node.say("joining the swarm at " + address.host + ":" + std::to_string(address.port) + " as node " +
-               m_prepared.identity.nodeId().substr(0, 12) + " (" + s.name + "), listening for peers on port " +
-               std::to_string(m_prepared.port));
-    m_lastWaitNote = Clock::now();
-}
-
 void NodeRun::followAssignments()
 {
     while (!stopRequested()) {
@@ -252,79 +67,6 @@ void NodeRun::followAssignments()
         if (auto stage = m_node.stage.current(); stage && !tend(*stage))
             return;
     }
-}
-
-std::optional<coord::Assignment> NodeRun::awaitEvents()
-{
-    std::unique_lock lock(m_node.mutex);
-    m_node.wake.wait_for(lock, std::chrono::milliseconds(250));
-    if (m_node.registration && !m_mesh) {
-        m_run = m_node.registration->run;
-        const coord::Registration registration = *m_node.registration;
-        lock.unlock();
-        openMesh(registration);
-        lock.lock();
-    }
-    if (m_mesh) {
-        const auto grants = std::exchange(m_node.relayGrants, {});
-        lock.unlock();
-        for (const auto &g : grants)
-            m_mesh->relayGranted(g);
-        m_mesh->tick();
-        lock.lock();
-    }
-    if (m_mesh && m_node.newAssignment)
-        return std::exchange(m_node.newAssignment, std::nullopt);
-    return std::nullopt;
-}
-
-void NodeRun::openMesh(const coord::Registration &registration)
-{
-    const auto &s = m_node.settings;
-    device::Governor &governor = *m_node.governor;
-    PeerMesh::Config mc;
-    mc.nodeId = m_prepared.identity.nodeId();
-    mc.bindAddress = s.bindAddress;
-    mc.port = m_prepared.port;
-    mc.credentials = {registration.certificatePem, m_prepared.identity.privateKeyPem(), registration.caCertificatePem};
-    mc.wan = net::wanEmulationFromEnvironment(); // a testing option; off unless set
-    // The governor's caps apply to every link (it outlives them).
-    mc.link.upload = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.uploadLimiter());
-    mc.link.download = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.downloadLimiter());
-    SwarmNode::Impl &d = m_node; // outlives the mesh
-    PeerMesh::Events me;
-    me.message = [&d](const std::string &peer, net::Message &&m) { d.stage.deliver(peer, std::move(m)); };
-    me.link = [&d](const std::string &peer, bool up) {
-        d.stage.linkChanged(peer, up);
-        d.wake.notify_all();
-    };
-    me.writable = [&d](const std::string &peer) { d.stage.writable(peer); };
-    me.problem = [&d](const std::string &, const std::string &text) { d.warn(text); };
-    me.needRelay = [this](const std::string &peer) {
-        if (!m_client->requestRelay(peer))
-            log::info("node", "cannot ask for a relay to " + peer.substr(0, 12) + " now: not registered");
-    };
-    m_mesh = std::make_unique<PeerMesh>(m_net, mc, me);
-    m_node.say("registered: run '" + m_run.runId + "', model " + m_run.model.name + ", " +
-               std::to_string(m_run.totalSteps) + " steps");
-}
-
-std::string NodeRun::gaveUpJoining()
-{
-    std::lock_guard lock(m_node.joinMutex);
-    const JoinState &j = m_node.joinState;
-    if (!j.gaveUp || j.registered)
-        return {};
-    return j.registerProblem.empty() ? j.connectProblem : j.registerProblem;
-}
-
-void NodeRun::noteStillWaiting()
-{
-    if (Clock::now() - m_lastWaitNote <= std::chrono::seconds(10))
-        return;
-    m_lastWaitNote = Clock::now();
-    std::lock_guard lock(m_node.mutex);
-    m_node.say("still waiting for the coordinator" + (m_node.lastError.empty() ? "" : ": " + m_node.lastError));
 }
 
 bool NodeRun::follow(const coord::Assignment &a)
@@ -455,8 +197,6 @@ SwarmNodeSummary NodeRun::leave()
     m_routerPort.reset(); // removes the mapping
     return m_summary;
 }
-
-} // namespace
 
 SwarmNode::SwarmNode(SwarmNodeSettings settings, Callbacks callbacks, std::shared_ptr<device::Governor> governor)
     : d(std::make_unique<Impl>())

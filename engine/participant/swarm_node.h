@@ -33,6 +33,11 @@ struct SwarmNodeSettings
     /// the mapped port, renew it while the node runs and remove it at the end. Not done
     /// with a public address given or when bound to loopback.
     bool mapPort = true;
+    /// Run a relay for other volunteers on this port (opt in; 0: none). The coordinator
+    /// sends pairs to it only while peers can dial this node. Mapped on the router with
+    /// the peer port.
+    uint16_t relayPort = 0;
+    uint64_t relayBytesPerSecondPerPair = 0; ///< each direction; 0: no cap
     device::GovernorSettings governor;
     int64_t checkpointEvery = 50; ///< optimizer steps
     int keepCheckpoints = 3;

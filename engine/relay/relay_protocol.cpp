@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <openssl/rand.h>
+
 #include "engine/common/error.h"
 
 namespace rookery::relay {
@@ -18,6 +20,14 @@ Token tokenFromBytes(std::string_view bytes)
 }
 
 std::string tokenToBytes(const Token &token) { return std::string(token.begin(), token.end()); }
+
+Token randomToken()
+{
+    Token t{};
+    if (RAND_bytes(t.data(), int(t.size())) != 1)
+        throw Error("cannot make a relay token: the system's random number generator failed");
+    return t;
+}
 
 std::string relayPreamble(const Token &token) { return net::relayPreamble(tokenToBytes(token)); }
 

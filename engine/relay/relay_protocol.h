@@ -30,6 +30,8 @@ static_assert(kRelayMagic.size() + std::tuple_size_v<Token> == kRelayPreambleByt
 Token tokenFromBytes(std::string_view bytes);
 /// The token's 16 raw bytes.
 std::string tokenToBytes(const Token &token);
+/// A fresh token from the system's CSPRNG; throws rookery::Error when that fails.
+Token randomToken();
 /// The 24 bytes a client sends first: kRelayMagic + token.
 std::string relayPreamble(const Token &token);
 using net::describeRelayReply;

@@ -144,19 +144,19 @@ RelayServer::~RelayServer() { m->stop(); }
 
 uint16_t RelayServer::port() const { return m->port; }
 
-namespace {
-
-Token randomToken()
+std::pair<Token, Token> RelayServer::expectPair(const std::string &aNodeId, const std::string &bNodeId)
 {
-    Token t{};
-    if (RAND_bytes(t.data(), int(t.size())) != 1)
-        throw Error("cannot make a relay token: the system's random number generator failed");
-    return t;
+    return expectPair(aNodeId, bNodeId, std::nullopt);
 }
 
-} // namespace
+void RelayServer::expectPair(const std::string &aNodeId, const std::string &bNodeId, const Token &aToken,
+                             const Token &bToken)
+{
+    expectPair(aNodeId, bNodeId, std::make_pair(aToken, bToken));
+}
 
-std::pair<Token, Token> RelayServer::expectPair(const std::string &aNodeId, const std::string &bNodeId)
+std::pair<Token, Token> RelayServer::expectPair(const std::string &aNodeId, const std::string &bNodeId,
+                                                const std::optional<std::pair<Token, Token>> &given)
 {
     if (aNodeId == bNodeId)
         throw Error("cannot relay node '" + aNodeId + "' to itself");
@@ -174,13 +174,19 @@ std::pair<Token, Token> RelayServer::expectPair(const std::string &aNodeId, cons
             refuse("cannot relay another pair for node '" + *node + "': it already has " + std::to_string(it->second) +
                    " relayed pairs, the most one node may have");
     }
+    if (given && (given->first == given->second || m->tokens.count(given->first) || m->tokens.count(given->second)))
+        refuse("cannot relay a pair whose tokens are the same or already in use");
     auto record = std::make_shared<PairRecord>(m->pairing);
     record->id = m->nextPairId++;
     record->nodes = {aNodeId, bNodeId};
-    for (int side = 0; side < 2; ++side) {
-        do
-            record->tokens[side] = randomToken();
-        while (m->tokens.count(record->tokens[side]) || (side == 1 && record->tokens[1] == record->tokens[0]));
+    if (given) {
+        record->tokens = {given->first, given->second};
+    } else {
+        for (int side = 0; side < 2; ++side) {
+            do
+                record->tokens[side] = randomToken();
+            while (m->tokens.count(record->tokens[side]) || (side == 1 && record->tokens[1] == record->tokens[0]));
+        }
     }
     for (int side = 0; side < 2; ++side)
         m->tokens.emplace(record->tokens[side], std::make_pair(record, side));

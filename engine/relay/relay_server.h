@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -73,6 +74,9 @@ public:
     /// rookery::Error with a sentence naming the limit when a node is at its cap, when the
     /// relay is full, or when both ids are the same.
     std::pair<Token, Token> expectPair(const std::string &aNodeId, const std::string &bNodeId);
+    /// The same with tokens chosen elsewhere (a volunteer's relay: the coordinator deals
+    /// them, RelayExpect). Also throws when the tokens are equal or already in use.
+    void expectPair(const std::string &aNodeId, const std::string &bNodeId, const Token &aToken, const Token &bToken);
 
     RelayCounters counters() const;
 
@@ -84,6 +88,9 @@ public:
     struct Impl;
 
 private:
+    std::pair<Token, Token> expectPair(const std::string &aNodeId, const std::string &bNodeId,
+                                       const std::optional<std::pair<Token, Token>> &given);
+
     std::unique_ptr<Impl> m;
 };
 

@@ -190,10 +190,15 @@ private Q_SLOTS:
                                         << "unknown option '--bogus' (try rookery-node --help)";
         QTest::newRow("stray word") << QStringList{"stray"} << "unexpected argument 'stray' (try rookery-node --help)";
         QTest::newRow("bad schedule") << QStringList{"--schedule", "bogus"} << "--schedule: ";
-        for (const char *swarmOnly : {"--name", "--bind", "--public-address", "--port", "--status-port"})
+        for (const char *swarmOnly :
+             {"--name", "--bind", "--public-address", "--port", "--serve-relay", "--status-port"})
             QTest::newRow(swarmOnly) << QStringList{swarmOnly, "1"} << QString("%1 goes with --join").arg(swarmOnly);
         QTest::newRow("--stay") << QStringList{"--stay"} << "--stay goes with --join";
         QTest::newRow("--no-port-mapping") << QStringList{"--no-port-mapping"} << "--no-port-mapping goes with --join";
+        QTest::newRow("--relay-mbit alone")
+            << QStringList{"--join", "wss://h:1/#sha256=" + QString(64, 'a'), "--relay-mbit", "10"}
+            << "--relay-mbit goes with --serve-relay";
+        QTest::newRow("relay port 0") << QStringList{"--serve-relay", "0"} << "--serve-relay: 0 is out of range (1 to 65535)";
         QTest::newRow("json alone") << QStringList{"--json"} << "--json and --remeasure go with --profile";
         QTest::newRow("remeasure alone") << QStringList{"--remeasure"} << "--json and --remeasure go with --profile";
         QTest::newRow("profile, no control")

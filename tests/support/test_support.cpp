@@ -8,6 +8,8 @@
 #include <QElapsedTimer>
 #include <QThread>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <zlib.h>
 
 namespace rookery::test {
@@ -71,6 +73,13 @@ void writeGzip(const std::filesystem::path &path, const std::vector<unsigned cha
     if (!bytes.empty())
         gzwrite(f, bytes.data(), unsigned(bytes.size()));
     gzclose(f);
+}
+
+uint16_t freeLoopbackPort()
+{
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    return a.local_endpoint().port();
 }
 
 } // namespace rookery::test

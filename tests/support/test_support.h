@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -16,6 +17,9 @@ namespace rookery::test {
 
 /// Polls `predicate` (processing Qt events) until it holds or `timeout` passes.
 bool waitFor(const std::function<bool()> &predicate, std::chrono::milliseconds timeout);
+
+/// A loopback TCP port that was free a moment ago.
+uint16_t freeLoopbackPort();
 
 /// Where Fashion-MNIST lives for tests.
 std::filesystem::path fashionMnistDir();

@@ -87,6 +87,9 @@ struct TestNode
     std::vector<std::string> errors;
     int connects = 0, disconnects = 0;
     std::string listenAddress; ///< what it advertises; "": a port on every interface nobody listens on
+    uint16_t relayPort = 0;    ///< it offers a relay there (Register.relay_port)
+    std::vector<net::RelayGrant> grants;
+    std::vector<net::RelayExpect> expects; ///< pairs its relay is told to expect
 
     // The client goes first: its callbacks write to the members above, and the
     // coordinator may push an assignment to it while it is being torn down.
@@ -105,6 +108,7 @@ struct TestNode
             listenAddress.empty() ? "0.0.0.0:" + std::to_string(7500 + (identity.nodeId()[0] % 100)) : listenAddress;
         c.profileJson = profile.empty() ? profileJson(gflops, memory) : profile;
         c.uploadBytesPerSecond = 100e6;
+        c.relayPort = relayPort;
         c.initialBackoff = std::chrono::milliseconds(50);
         c.maxBackoff = std::chrono::milliseconds(400);
         coord::CoordinatorClientEvents e;
@@ -123,6 +127,14 @@ struct TestNode
         e.connection = [this](bool up) {
             std::lock_guard lock(mutex);
             ++(up ? connects : disconnects);
+        };
+        e.relayGranted = [this](const net::RelayGrant &g) {
+            std::lock_guard lock(mutex);
+            grants.push_back(g);
+        };
+        e.relayExpected = [this](const net::RelayExpect &x) {
+            std::lock_guard lock(mutex);
+            expects.push_back(x);
         };
         client = std::make_unique<coord::CoordinatorClient>(net, c, identity, e);
         client->start();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Whether peers can dial a volunteer: at registration the coordinator dials the address
 // the node advertises and completes a mutual-TLS handshake with the node's own
-// certificate, as a peer would; the status API reports the verdict. Loopback only.
+// certificate, as a peer would; the status API reports the verdict. The planner and the
+// relays follow the verdicts. Loopback only.
 #include <QtTest>
 
 #include <QJsonArray>
@@ -11,9 +12,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 
 #include "engine/coord/coordinator.h"
 #include "engine/net/listener.h"
+#include "engine/relay/relay_server.h"
 #include "tests/engine/coord/coord_test_support.h"
 #include "tests/engine/net/link_test_support.h"
 
@@ -23,12 +27,6 @@ using namespace std::chrono_literals;
 namespace {
 
 // A loopback port that was free a moment ago.
-uint16_t freeLoopbackPort()
-{
-    boost::asio::io_context ioc;
-    boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
-    return a.local_endpoint().port();
-}
 
 struct Verdict
 {
@@ -72,6 +70,15 @@ std::unique_ptr<net::Listener> listenAs(net::NetContext &net, const test::TestNo
     return std::make_unique<net::Listener>(net, lc, log->events());
 }
 
+// Checks that end within 1.5 s; pipelines of two.
+coord::CoordinatorSettings pairSettings(const QTemporaryDir &dir)
+{
+    auto s = test::testSettings(dir.path().toStdString());
+    s.reachabilityTimeout = 1500ms;
+    s.clusterSize = 2;
+    return s;
+}
+
 } // namespace
 
 class TestReachability : public QObject
@@ -88,7 +95,7 @@ private Q_SLOTS:
         s.reachabilityTimeout = 30s;
         coord::Coordinator c(s);
         net::NetContext net(1);
-        const uint16_t port = freeLoopbackPort();
+        const uint16_t port = test::freeLoopbackPort();
         test::TestNode node;
         node.listenAddress = ":" + std::to_string(port); // the host: whatever the coordinator sees
         node.start(net, c.coordinatorAddress(), 10, 1ull << 30);
@@ -115,7 +122,7 @@ private Q_SLOTS:
         coord::Coordinator c(s);
         net::NetContext net(1);
         test::TestNode node;
-        node.listenAddress = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+        node.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
         node.start(net, c.coordinatorAddress(), 10, 1ull << 30);
         QVERIFY(test::eventually([&] { return verdictOf(c, node.identity.nodeId()).reachability == "unreachable"; }));
         const Verdict v = verdictOf(c, node.identity.nodeId());
@@ -134,7 +141,7 @@ private Q_SLOTS:
         s.reachabilityTimeout = 5s;
         coord::Coordinator c(s);
         net::NetContext net(1);
-        const uint16_t port = freeLoopbackPort();
+        const uint16_t port = test::freeLoopbackPort();
         test::TestNode honest, borrower;
         honest.listenAddress = borrower.listenAddress = "127.0.0.1:" + std::to_string(port);
         honest.start(net, c.coordinatorAddress(), 10, 1ull << 30);
@@ -154,15 +161,12 @@ private Q_SLOTS:
     void assignmentsSayWhoCannotBeDialled()
     {
         QTemporaryDir dir;
-        auto s = test::testSettings(dir.path().toStdString());
-        s.reachabilityTimeout = 1500ms;
-        s.clusterSize = 2;
-        coord::Coordinator c(s);
+        coord::Coordinator c(pairSettings(dir));
         net::NetContext net(1);
-        const uint16_t port = freeLoopbackPort();
+        const uint16_t port = test::freeLoopbackPort();
         test::TestNode open, behindNat;
         open.listenAddress = "127.0.0.1:" + std::to_string(port);
-        behindNat.listenAddress = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+        behindNat.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
         open.start(net, c.coordinatorAddress(), 10, 1ull << 30);
         QVERIFY(test::eventually([&] { return open.registrationCount() == 1; }));
         auto log = std::make_shared<test::EventLog>();
@@ -193,11 +197,11 @@ private Q_SLOTS:
         s.firstPlanDelay = 60s; // plan once all three are in and checked
         coord::Coordinator c(s);
         net::NetContext net(1);
-        const uint16_t port = freeLoopbackPort();
+        const uint16_t port = test::freeLoopbackPort();
         test::TestNode open, natA, natB;
         open.listenAddress = "127.0.0.1:" + std::to_string(port);
-        natA.listenAddress = "127.0.0.1:" + std::to_string(freeLoopbackPort());
-        natB.listenAddress = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+        natA.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        natB.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
         open.start(net, c.coordinatorAddress(), 10, 1ull << 30); // registers first: index 0
         QVERIFY(test::eventually([&] { return open.registrationCount() == 1; }));
         auto log = std::make_shared<test::EventLog>();
@@ -212,6 +216,92 @@ private Q_SLOTS:
         QCOMPARE(a.stage, 1);
         QVERIFY(natA.assignment().unreachable && natB.assignment().unreachable);
         QVERIFY(a.previous.unreachable && a.next.unreachable); // both neighbours dial it
+    }
+
+    // A volunteer that offers a relay (and can be dialled) carries a pair instead of the
+    // coordinator: its relay learns the pair's tokens (RelayExpect), the two get grants
+    // naming it, and its relay splices them.
+    void aVolunteersRelayCarriesThePair()
+    {
+        QTemporaryDir dir;
+        coord::Coordinator c(pairSettings(dir));
+        net::NetContext net(1);
+        relay::RelaySettings rs;
+        rs.bindAddress = "127.0.0.1";
+        relay::RelayServer volunteersRelay(rs);
+        test::TestNode volunteer, natA, natB;
+        // Two behind NAT make one pipeline of two; the volunteer comes after, too slow and
+        // small to be worth a stage: it only relays.
+        natA.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        natB.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        natA.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        natB.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        const auto partnerOf = [](const coord::Assignment &a) { return a.next.empty() ? a.previous : a.next; };
+        QVERIFY(test::eventually([&] {
+            const auto a = natA.assignment(), b = natB.assignment();
+            return a.isTraining() && b.isTraining() && a.unreachable && b.unreachable &&
+                   partnerOf(a).nodeId == natB.identity.nodeId();
+        }));
+        const uint16_t port = test::freeLoopbackPort();
+        volunteer.listenAddress = "127.0.0.1:" + std::to_string(port);
+        volunteer.relayPort = volunteersRelay.port();
+        volunteer.start(net, c.coordinatorAddress(), 0.001, 1 << 20);
+        QVERIFY(test::eventually([&] { return volunteer.registrationCount() == 1; }));
+        auto log = std::make_shared<test::EventLog>();
+        const auto listener = listenAs(net, volunteer, port, log);
+        QVERIFY(test::eventually(
+            [&] { return verdictOf(c, volunteer.identity.nodeId()).reachability == QLatin1String("direct"); }));
+        QVERIFY(!volunteer.assignment().isTraining());
+        test::TestNode &asker = natA.identity.nodeId() < natB.identity.nodeId() ? natA : natB;
+        test::TestNode &other = &asker == &natA ? natB : natA;
+        QVERIFY(asker.client->requestRelay(other.identity.nodeId()));
+        const auto granted = [](test::TestNode &n) {
+            std::lock_guard lock(n.mutex);
+            return !n.grants.empty();
+        };
+        QVERIFY2(test::eventually([&] { return granted(asker) && granted(other); }), [&] {
+            std::lock_guard lock(asker.mutex);
+            static std::string why;
+            why = asker.grants.empty() ? "no grant" : "refused: " + asker.grants.front().reason;
+            return why.c_str();
+        }());
+        QVERIFY(test::eventually([&] {
+            std::lock_guard lock(volunteer.mutex);
+            return !volunteer.expects.empty();
+        }));
+        net::RelayGrant mine, theirs;
+        net::RelayExpect expect;
+        {
+            std::scoped_lock lock(asker.mutex, other.mutex, volunteer.mutex);
+            mine = asker.grants.front();
+            theirs = other.grants.front();
+            expect = volunteer.expects.front();
+        }
+        const std::string relayAddress = "127.0.0.1:" + std::to_string(volunteersRelay.port());
+        QCOMPARE(mine.address, relayAddress);
+        QCOMPARE(theirs.address, relayAddress);
+        QVERIFY(!mine.accept && theirs.accept);
+        QCOMPARE(expect.nodeA, asker.identity.nodeId());
+        QCOMPARE(expect.nodeB, other.identity.nodeId());
+        QCOMPARE(expect.tokenA, mine.token);
+        QCOMPARE(expect.tokenB, theirs.token);
+
+        // What the volunteer's node does with it; then both ends meet there.
+        volunteersRelay.expectPair(expect.nodeA, expect.nodeB, relay::tokenFromBytes(expect.tokenA),
+                                   relay::tokenFromBytes(expect.tokenB));
+        boost::asio::io_context ioc;
+        const boost::asio::ip::tcp::endpoint at(boost::asio::ip::make_address("127.0.0.1"), volunteersRelay.port());
+        boost::asio::ip::tcp::socket a(ioc), b(ioc);
+        a.connect(at);
+        b.connect(at);
+        boost::asio::write(a, boost::asio::buffer(relay::relayPreamble(relay::tokenFromBytes(mine.token))));
+        boost::asio::write(b, boost::asio::buffer(relay::relayPreamble(relay::tokenFromBytes(theirs.token))));
+        uint8_t replyA = 0xff, replyB = 0xff;
+        boost::asio::read(a, boost::asio::buffer(&replyA, 1));
+        boost::asio::read(b, boost::asio::buffer(&replyB, 1));
+        QCOMPARE(replyA, uint8_t(0)); // paired
+        QCOMPARE(replyB, uint8_t(0));
+        QCOMPARE(volunteersRelay.counters().pairsOpened, uint64_t(1));
     }
 };
 

@@ -71,7 +71,7 @@ inline std::vector<net::Message> sampleMessages()
     a.weightsFrom = {"bb22", "10.0.0.2:7401"};
     const RunInfo run{"{\"name\":\"mlp\"}", "{\"kind\":\"sgd\"}", 64, 2, 10, 7, 1000, "fashion-mnist", "run-1"};
     m.push_back(Register{"laptop", "0.0.0.0:7401", "{\"cpu_model\":\"x\"}", std::string(16, '\x5a'), 1714000000123, "t",
-                         12.5e6, "-----BEGIN PUBLIC KEY-----"});
+                         12.5e6, "-----BEGIN PUBLIC KEY-----", 7402});
     m.push_back(RegisterReply{"dd44", "-----BEGIN CERTIFICATE-----", "-----BEGIN CERTIFICATE-----", run, a, 1000});
     m.push_back(Heartbeat{9, 4, {123.5, 77, 0.25, NodeActivity::Training, 4928, 0.75}});
     m.push_back(HeartbeatAck{9, 5});
@@ -82,6 +82,7 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(RelayRequest{"bb22"});
     m.push_back(RelayGrant{"aa11", "198.51.101.1:7402", std::string(16, '\x3c'), true, ""});
     m.push_back(RelayGrant{"aa11", "", "", false, "the relay is full"});
+    m.push_back(RelayExpect{"aa11", "bb22", std::string(16, '\x3c'), std::string(16, '\x3d')});
     return m;
 }
 

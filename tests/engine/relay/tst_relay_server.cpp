@@ -200,6 +200,22 @@ private Q_SLOTS:
         QCOMPARE(relay.counters().refused, uint64_t(2));
     }
 
+    // A volunteer's relay: the coordinator deals the tokens (RelayExpect).
+    void takesTokensDealtElsewhere()
+    {
+        RelayServer relay(loopback());
+        asio::io_context ioc;
+        const Token ta = randomToken(), tb = randomToken();
+        relay.expectPair("node-a", "node-b", ta, tb);
+        QVERIFY_THROWS_EXCEPTION(Error, relay.expectPair("node-c", "node-d", ta, randomToken())); // in use
+        const Token same = randomToken();
+        QVERIFY_THROWS_EXCEPTION(Error, relay.expectPair("node-c", "node-d", same, same));
+        auto a = greet(ioc, relay.port(), relayPreamble(ta));
+        auto b = greet(ioc, relay.port(), relayPreamble(tb));
+        QCOMPARE(readReply(ioc, a), int(RelayReply::Paired));
+        QCOMPARE(readReply(ioc, b), int(RelayReply::Paired));
+    }
+
     void refusesUnknownTokensAndStrangers_data()
     {
         QTest::addColumn<QString>("magic");
