@@ -5,8 +5,9 @@
 // relayed / direct median). The clients are blocking sockets, one thread per end; the
 // relay runs its one io_context thread, as it does by default.
 //
-// Real relayed links carry TLS; here both streams are plain TCP, so the figures are the
-// relay's own cost per byte and per round trip, without the cipher's.
+// Then the same over our real links (relay_links.cpp): TLS 1.3 WebSocket with mutual
+// certificates, direct and relayed, 1 MiB tensors one way (`link_ratio`) and echoed
+// small messages (`link_rtt_ratio`): what a pipeline link sees.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "bench/relay_links.h"
 #include "bench/support/bench_report.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
@@ -171,6 +173,27 @@ int main(int argc, char **argv)
     if (server.counters().bytesRelayed < uint64_t(rounds) * total)
         throw Error("the relay counted fewer bytes than were sent through it");
 
+    // The same over our links: TLS 1.3 WebSocket with mutual certificates, direct through
+    // a listener or relayed (the two ends run TLS through the relay), 1 MiB tensors.
+    const int linkMessages = opts.quick ? 64 : 256;
+    const int linkPings = opts.quick ? 500 : 2000;
+    constexpr size_t kLinkMessageBytes = 1 << 20;
+    bench::LinkFigures linkDirect, linkRelayed;
+    for (int r = 0; r < rounds; ++r) {
+        const auto d = bench::measureLink(nullptr, linkMessages, kLinkMessageBytes, r == 0 ? linkPings : 0);
+        const auto rl = bench::measureLink(&server, linkMessages, kLinkMessageBytes, r == 0 ? linkPings : 0);
+        if (d.bytesPerSecond > linkDirect.bytesPerSecond)
+            linkDirect.bytesPerSecond = d.bytesPerSecond;
+        if (rl.bytesPerSecond > linkRelayed.bytesPerSecond)
+            linkRelayed.bytesPerSecond = rl.bytesPerSecond;
+        if (r == 0) {
+            linkDirect.roundTrips = d.roundTrips;
+            linkRelayed.roundTrips = rl.roundTrips;
+        }
+    }
+    const double linkDirectP50 = percentile(linkDirect.roundTrips, 0.5);
+    const double linkRelayedP50 = percentile(linkRelayed.roundTrips, 0.5);
+
     std::printf("%lld MiB one way, best of %d; %d round trips of %zu bytes\n", (long long)(total >> 20), rounds, pings,
                 kPingBytes);
     std::printf("  %-22s %14s %14s %16s\n", "", "direct TCP", "relayed", "relayed/direct");
@@ -181,7 +204,20 @@ int main(int argc, char **argv)
     std::printf("  %-22s %14.1f %14.1f %16.3f\n", "round trip p50 (us)", directP50, relayedP50, relayedP50 / directP50);
     std::printf("  %-22s %14.1f %14.1f %16.3f\n", "round trip p99 (us)", directP99, relayedP99, relayedP99 / directP99);
 
+    std::printf("links (TLS, %d x 1 MiB tensors, best of %d; %d round trips)\n", linkMessages, rounds, linkPings);
+    std::printf("  %-22s %14s %14s %16s\n", "", "direct link", "relayed link", "relayed/direct");
+    std::printf("  %-22s %14.3f %14.3f %16.3f\n", "throughput (GB/s)", linkDirect.bytesPerSecond / 1e9,
+                linkRelayed.bytesPerSecond / 1e9, linkRelayed.bytesPerSecond / linkDirect.bytesPerSecond);
+    std::printf("  %-22s %14.1f %14.1f %16.3f\n", "round trip p50 (us)", linkDirectP50, linkRelayedP50,
+                linkRelayedP50 / linkDirectP50);
+
     report.setResult(bestDirect.bytesPerSecond / 1e9, bestRelayed.bytesPerSecond / 1e9, "GB/s");
+    report.add("link_ratio", linkRelayed.bytesPerSecond / linkDirect.bytesPerSecond);
+    report.add("link_rtt_ratio", linkRelayedP50 / linkDirectP50);
+    report.add("link_direct_gbps", linkDirect.bytesPerSecond / 1e9);
+    report.add("link_relayed_gbps", linkRelayed.bytesPerSecond / 1e9);
+    report.add("link_direct_p50_us", linkDirectP50);
+    report.add("link_relayed_p50_us", linkRelayedP50);
     report.add("rtt_ratio", relayedP50 / directP50);
     report.add("bytes_per_measurement", double(total));
     report.add("direct_gbps", bestDirect.bytesPerSecond / 1e9);
