@@ -160,6 +160,15 @@ struct TestNode
         return disconnects;
     }
     coord::Assignment assignment() const { return client->assignment(); }
+    /// The client's current assignment has reached the callbacks too (the client holds
+    /// a new assignment a moment before it calls back).
+    bool settled() const
+    {
+        const uint64_t version = client->assignment().version;
+        std::lock_guard lock(mutex);
+        return (!updates.empty() && updates.back().version == version) ||
+               (!registrations.empty() && registrations.back().assignment.version == version);
+    }
     bool training() const { return client && client->assignment().isTraining(); }
 };
 

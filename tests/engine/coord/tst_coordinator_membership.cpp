@@ -38,8 +38,12 @@ class TestCoordinatorMembership : public QObject
             m_nodes.push_back(std::make_unique<test::TestNode>());
             m_nodes.back()->start(*m_net, m_coordinator->coordinatorAddress(), 50, memory);
         }
-        QVERIFY(test::eventually(
-            [&] { return std::all_of(m_nodes.begin(), m_nodes.end(), [](const auto &n) { return n->training(); }); }));
+        // Training, and the update that said so has reached the node's callback too (the
+        // client holds the assignment a moment before it calls back).
+        QVERIFY(test::eventually([&] {
+            return std::all_of(m_nodes.begin(), m_nodes.end(),
+                               [](const auto &n) { return n->training() && n->settled(); });
+        }));
         std::set<int> clusters;
         for (const auto &n : m_nodes)
             clusters.insert(n->assignment().cluster);
