@@ -45,7 +45,8 @@ struct AssignmentView
 };
 
 /// One step of joining a swarm, for the desktop's join steps: "connect", "register",
-/// "reach" (whether peers can dial this node, or it goes through the relay) and
+/// "reach" (whether peers can dial this node; "relayed" when not: it dials them, and
+/// links to peers that cannot be dialled either go through a relay) and
 /// "assign", each with its state and a sentence for people.
 struct JoinStepView
 {

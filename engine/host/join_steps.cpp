@@ -50,9 +50,9 @@ JoinStepView reachStep(const participant::JoinState &s, const ReachVerdict &r)
         return {"reach", "done", "other volunteers can connect to this computer directly" + why};
     if (r.reachability == "unreachable")
         return {"reach", "relayed",
-                "through the coordinator's relay, encrypted end to end: other volunteers cannot connect to this "
-                "computer" +
-                    why};
+                "not directly: other volunteers cannot connect to this computer" + why +
+                    ". It connects to them instead, and a link to one who cannot be reached either goes through a "
+                    "relay, encrypted end to end"};
     return {"reach", "working", "the coordinator is checking whether other volunteers can connect to this computer…"};
 }
 
