@@ -2,10 +2,11 @@
 // The desktop app at home joins a swarm on the emulated internet (issue 15): the real
 // window, driven through its join dialog, with the real in-process engine, behind home
 // router B (NAT, no UPnP), while the coordinator runs on the public segment and a
-// headless node behind router A (UPnP). The join card shows each step: a join string
-// whose pin is wrong stops at "connected" with what to do; the right one gets through
-// connected, registered, reachable ("not directly": nobody can dial the app, so it dials
-// out, and would use a relay to a peer as unreachable as itself) and assigned.
+// headless node sits behind the same router. The join card shows each step: a join
+// string whose pin is wrong stops at "connected" with what to do; the right one gets
+// through connected, registered, reachable ("not directly": nobody can dial the app)
+// and assigned; then the app and its neighbour, neither of which can be dialled, train
+// over a link through the coordinator's relay.
 // Writes the card and the window as PNGs into $ROOKERY_SCREENSHOT_DIR when it is set
 // (docs/screenshots/join-steps.png comes from there).
 // Needs root; ROOKERY_SKIP_NETNS=1 skips it where it cannot run.
@@ -69,7 +70,7 @@ class TestDesktopJoin : public QObject
         if (m_coordinator)
             text += "\n--- coordinator ---\n" + m_coordinator->output().right(4000);
         if (m_peer)
-            text += "\n--- node A1 ---\n" + m_peer->output().right(3000);
+            text += "\n--- node B2 ---\n" + m_peer->output().right(3000);
         if (m_app)
             for (int i = 0; i < ui::JoinCard::kSteps; ++i)
                 text += "\n--- step " + QString::number(i) + ": " + stepState(i) + ": " + stepText(i);
@@ -118,8 +119,10 @@ private Q_SLOTS:
                                           "--reachability-timeout", "3"},
                                          &m_coordinator, &why);
         QVERIFY2(!m_join.isEmpty(), qPrintable(why + logs()));
-        m_peer = &m_net->start(Site::HomeA1, QStringLiteral("A1"), absoluteProgram(QStringLiteral("rookery-node")),
-                               {"--join", m_join, "--data-dir", m_net->filePath(QStringLiteral("A1")), "--name", "A1",
+        // Its neighbour sits behind the same router: neither can be dialled, so their
+        // pipeline link goes through the coordinator's relay.
+        m_peer = &m_net->start(Site::HomeB2, QStringLiteral("B2"), absoluteProgram(QStringLiteral("rookery-node")),
+                               {"--join", m_join, "--data-dir", m_net->filePath(QStringLiteral("B2")), "--name", "B2",
                                 "--dataset-dir", QString::fromStdString(test::fashionMnistDir().string()), "--threads",
                                 "1", "--no-control"});
 
@@ -179,6 +182,14 @@ private Q_SLOTS:
                  qPrintable(logs()));
         // The assignment card agrees.
         QVERIFY(m_app->window()->assignmentCard()->reachLabel()->text().startsWith(QStringLiteral("not directly")));
+        // The app and B2 link through the coordinator's relay, and the pipeline trains.
+        QVERIFY2(test::waitFor(
+                     [&] {
+                         return m_coordinator->output().contains(QStringLiteral("relaying ")) &&
+                                m_engine->snapshot().training.step > 0;
+                     },
+                     120s),
+                 qPrintable(logs()));
 
         saveScreenshot(card(), QStringLiteral("join-steps.png"));
         saveScreenshot(m_app->window(), QStringLiteral("join-steps-window.png"));
