@@ -245,7 +245,7 @@ private Q_SLOTS:
         const uint16_t port = test::freeLoopbackPort();
         volunteer.listenAddress = "127.0.0.1:" + std::to_string(port);
         volunteer.relayPort = volunteersRelay.port();
-        volunteer.start(net, c.coordinatorAddress(), 0.001, 1 << 20);
+        volunteer.start(net, c.coordinatorAddress(), 0.001, 1024); // no layer fits: it cannot be given a stage
         QVERIFY(test::eventually([&] { return volunteer.registrationCount() == 1; }));
         auto log = std::make_shared<test::EventLog>();
         const auto listener = listenAs(net, volunteer, port, log);
