@@ -20,6 +20,7 @@
 
 #include "bench/baselines/bare_transport.h"
 #include "bench/support/bench_report.h"
+#include "bench/support/link_pump.h"
 #include "engine/common/error.h"
 #include "engine/common/format.h"
 #include "engine/common/log.h"
@@ -35,62 +36,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+using bench::Flow;
+using bench::pump;
+
 // One 64-sample microbatch of a mid-sized activation (the CNN's first conv layer is
 // 1.6 MiB); large tensors are measured too, see `ratio_16mib`.
 constexpr size_t kTensorBytes = 1 << 20;
 constexpr size_t kLargeTensorBytes = 16 << 20;
-
-// Counts arriving tensor bytes and wakes the sender when its queue has room.
-struct Flow
-{
-    std::mutex mutex;
-    std::condition_variable cv;
-    uint64_t received = 0;
-    Clock::time_point firstAt, lastAt;
-    bool writable = false;
-
-    void onTensor(size_t bytes)
-    {
-        std::lock_guard lock(mutex);
-        if (received == 0)
-            firstAt = Clock::now();
-        received += bytes;
-        lastAt = Clock::now();
-        cv.notify_all();
-    }
-    void onWritable()
-    {
-        std::lock_guard lock(mutex);
-        writable = true;
-        cv.notify_all();
-    }
-};
-
-// Sends `total` bytes of tensors from `from`; returns the receiver's rate (bytes/s),
-// timed from the first tensor's arrival to the last's.
-double pump(Link &from, Flow &flow, const TensorBuffer &tensor, uint64_t total)
-{
-    {
-        std::lock_guard lock(flow.mutex);
-        flow.received = 0;
-    }
-    uint64_t sent = 0;
-    for (uint64_t id = 0; sent < total; ++id) {
-        const auto r = from.send(Activations{id, 1, tensor, {}});
-        if (r == SendResult::Queued) {
-            sent += tensor.bytes;
-            continue;
-        }
-        if (r != SendResult::QueueFull)
-            throw Error("the link closed during the benchmark");
-        std::unique_lock lock(flow.mutex);
-        flow.cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return flow.writable; });
-        flow.writable = false;
-    }
-    std::unique_lock lock(flow.mutex);
-    flow.cv.wait(lock, [&] { return flow.received >= total; });
-    return double(flow.received - tensor.bytes) / std::chrono::duration<double>(flow.lastAt - flow.firstAt).count();
-}
 
 // CPU seconds of the whole process (all threads, user + system): what a byte costs,
 // whatever else runs on the machine.

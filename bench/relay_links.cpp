@@ -5,8 +5,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <thread>
 
+#include "bench/support/link_pump.h"
 #include "engine/common/error.h"
 #include "engine/net/certificate_authority.h"
 #include "engine/net/dialer.h"
@@ -26,8 +26,8 @@ struct Ends
     std::mutex mutex;
     std::condition_variable changed;
     std::shared_ptr<net::Link> sender, receiver; // opened links
-    uint64_t bytes = 0;                          // payload received by the receiver
     uint64_t echoes = 0;                         // small messages back at the sender
+    Flow flow;                                   // the bulk tensors, sender to receiver
 
     net::LinkEvents events(bool receiving)
     {
@@ -47,11 +47,10 @@ struct Ends
                 ++echoes;
                 changed.notify_all();
             } else if (auto *a = std::get_if<net::Activations>(&m)) {
-                std::lock_guard lock(mutex);
-                bytes += a->activations.bytes;
-                changed.notify_all();
+                flow.onTensor(a->activations.bytes);
             }
         };
+        e.writable = [this](const std::shared_ptr<net::Link> &) { flow.onWritable(); };
         return e;
     }
 
@@ -117,17 +116,8 @@ LinkFigures measureLink(relay::RelayServer *relay, int messages, size_t messageB
     // One payload, shared by every message (sending copies it into the frame).
     const auto payload = tensorBufferFromBytes(DType::Float32, {int64_t(messageBytes / 4)},
                                                std::vector<uint8_t>(messageBytes, uint8_t(0x5a)));
-    const auto started = Clock::now();
-    for (int i = 1; i <= messages;) {
-        if (ends.sender->send(net::Activations{uint64_t(i), 0, payload, {}}) == net::SendResult::Queued)
-            ++i;
-        else
-            std::this_thread::sleep_for(std::chrono::microseconds(200)); // the queue is full: let it drain
-    }
-    const uint64_t expected = uint64_t(messages) * messageBytes;
-    ends.await([&] { return ends.bytes >= expected; }, "the bulk transfer");
     LinkFigures f;
-    f.bytesPerSecond = double(expected) / std::chrono::duration<double>(Clock::now() - started).count();
+    f.bytesPerSecond = pump(*ends.sender, ends.flow, payload, uint64_t(messages) * messageBytes);
 
     for (int i = 0; i < pings; ++i) {
         const auto sent = Clock::now();

@@ -65,6 +65,17 @@ struct Node
     }
 };
 
+// Two nodes that cannot be dialled, each told so of the other; returns (the one that
+// asks for the relay: the smaller id, the one that waits for its grant).
+std::pair<Node &, Node &> bothBehindNat(Node &a, Node &b)
+{
+    Node &asker = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+    Node &waiter = &asker == &a ? b : a;
+    asker.mesh->setPeers({waiter.behindNat()}, true);
+    waiter.mesh->setPeers({asker.behindNat()}, true);
+    return {asker, waiter};
+}
+
 // What the coordinator does with a relay request: a pair of tickets, one to each; the
 // first node dials (TLS client), the second accepts.
 void grantPair(relay::RelayServer &server, Node &dialler, Node &acceptor)
@@ -110,10 +121,7 @@ private Q_SLOTS:
         });
         net::NetContext net;
         Node a(net, ca), b(net, ca);
-        Node &asker = a.identity.nodeId() < b.identity.nodeId() ? a : b;
-        Node &waiter = &asker == &a ? b : a;
-        asker.mesh->setPeers({waiter.behindNat()}, true);
-        waiter.mesh->setPeers({asker.behindNat()}, true);
+        auto [asker, waiter] = bothBehindNat(a, b);
         QCOMPARE(asker.askedCount(), size_t(1)); // the smaller id asks, at once
         QCOMPARE(waiter.askedCount(), size_t(0));
 
@@ -181,10 +189,7 @@ private Q_SLOTS:
         std::optional<relay::RelayServer> server(std::in_place, relay::RelaySettings{});
         net::NetContext net;
         Node a(net, ca), b(net, ca);
-        Node &asker = a.identity.nodeId() < b.identity.nodeId() ? a : b;
-        Node &waiter = &asker == &a ? b : a;
-        asker.mesh->setPeers({waiter.behindNat()}, true);
-        waiter.mesh->setPeers({asker.behindNat()}, true);
+        auto [asker, waiter] = bothBehindNat(a, b);
         grantPair(*server, asker, waiter);
         QVERIFY(bothUp(asker, waiter, 15s));
         QCOMPARE(asker.askedCount(), size_t(1));
@@ -213,10 +218,7 @@ private Q_SLOTS:
         relay::RelayServer server({});
         net::NetContext net;
         Node a(net, ca), b(net, ca);
-        Node &asker = a.identity.nodeId() < b.identity.nodeId() ? a : b;
-        Node &waiter = &asker == &a ? b : a;
-        asker.mesh->setPeers({waiter.behindNat()}, true);
-        waiter.mesh->setPeers({asker.behindNat()}, true);
+        auto [asker, waiter] = bothBehindNat(a, b);
         grantPair(server, asker, waiter);
         QVERIFY(bothUp(asker, waiter, 15s));
         QCOMPARE(server.counters().pairsActive, uint64_t(1));
