@@ -307,7 +307,6 @@ void AssignedStage::Impl::finish()
 
 void AssignedStage::Impl::stageMain()
 {
-    transport->beginRun();
     const int64_t perStep = std::max<int64_t>(1, config.run.accumulation);
     const int64_t microbatches = root() ? std::max<int64_t>(0, (config.run.totalSteps - runtime->version()) * perStep)
                                         : std::numeric_limits<int64_t>::max() / 4;
@@ -412,6 +411,9 @@ void AssignedStage::poke()
         std::lock_guard lock(d->mutex);
         d->phase = Phase::Training;
     }
+    // Here, not on the new thread: an abort that comes after poke() returns (this node
+    // stopping, a neighbour's link lost) must not be cleared by the run starting late.
+    d->transport->beginRun();
     d->running = true;
     d->stageThread = std::thread([this] { d->stageMain(); });
 }
