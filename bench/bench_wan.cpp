@@ -5,10 +5,18 @@
 // Reports samples/s for each, `ratio_50ms` (50 ms over 0 ms), the root's window
 // (microbatches in flight) and mean staleness as it printed them, and (full runs, every
 // 100 steps) the samples each needed to reach 85% test accuracy.
+//
+// Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms, twice:
+// plain ring averaging every 10 steps (what the swarm did before), and averaging every
+// 100 steps with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9).
+// Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every ring joins
+// the two clusters) over the samples the swarm trained; `cross_cluster_reduction`: the
+// plain run's over the outer-step run's. Both with samples to 85% and final accuracy.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
@@ -31,26 +39,51 @@ constexpr int64_t kBatch = 64;
 constexpr double kRateMbit = 50;
 constexpr double kTarget = 0.85;
 
-struct Outcome
+// One swarm: its size, the emulated round trip and how its clusters average.
+struct RunSpec
 {
-    double samplesPerSecond = 0;
-    int window = 0; ///< the root's last reported window
-    double staleness = 0;
-    double finalAccuracy = -1;
-    int64_t samplesToTarget = -1; ///< -1: 85% not reached within the run
+    int rttMs = 0;
+    int nodes = 2;
+    int64_t averagingInterval = 10;
+    double outerLearningRate = 1; ///< 1 and 0: plain averaging
+    double outerMomentum = 0;
+    int clusters() const { return nodes / 2; } // clusters of two stages
 };
 
-Outcome pipelineRun(int rttMs, int64_t steps, int64_t evalEvery, const std::filesystem::path &work)
+struct Outcome
 {
-    const std::string wan = "delay_ms=" + std::to_string(rttMs / 2.0) + ",rate_mbit=" + std::to_string(kRateMbit);
+    double samplesPerSecond = 0; ///< of the whole swarm
+    int window = 0;              ///< the root's last reported window
+    double staleness = 0;
+    double finalAccuracy = -1;
+    int64_t samplesToTarget = -1; ///< -1: 85% not reached within the run (every cluster's root)
+    uint64_t ringBytes = 0;       ///< ring values sent, all nodes
+    double bytesPerSample = 0;    ///< ringBytes over the samples the swarm trained
+};
+
+Outcome swarmRun(const RunSpec &spec, int64_t steps, int64_t evalEvery, const std::filesystem::path &work)
+{
+    const std::string wan = "delay_ms=" + std::to_string(spec.rttMs / 2.0) + ",rate_mbit=" + std::to_string(kRateMbit);
     ::setenv("ROOKERY_WAN_EMULATION", wan.c_str(), 1); // the nodes inherit it
     launcher::SwarmLauncherSettings s;
-    s.nodes = 2;
+    s.nodes = spec.nodes;
     s.clusterSize = 2;
     s.workDir = work;
     s.datasetDir = defaultFashionMnistDir();
-    s.coordinatorArgs = {"--steps", std::to_string(steps), "--microbatch", std::to_string(kBatch), "--lr",
-                         "0.05",    "--momentum",          "0.9"};
+    s.coordinatorArgs = {"--steps",
+                         std::to_string(steps),
+                         "--microbatch",
+                         std::to_string(kBatch),
+                         "--lr",
+                         "0.05",
+                         "--momentum",
+                         "0.9",
+                         "--averaging-interval",
+                         std::to_string(spec.averagingInterval),
+                         "--outer-lr",
+                         std::to_string(spec.outerLearningRate),
+                         "--outer-momentum",
+                         std::to_string(spec.outerMomentum)};
     s.nodeArgs = {"--max-cores", "1", "--eval-every", std::to_string(evalEvery)};
     s.restartCrashed = false;
     if (const char *dir = std::getenv("ROOKERY_BIN_DIR"))
@@ -60,8 +93,12 @@ Outcome pipelineRun(int rttMs, int64_t steps, int64_t evalEvery, const std::file
 
     const std::regex progress(R"(^step (\d+)/(\d+) )");
     const std::regex window(R"(window (\d+), staleness ([0-9.]+))");
-    const std::regex evaluated(R"(^(evaluated|done:) cluster \d+ at step (\d+): test accuracy ([0-9.]+)%)");
+    const std::regex evaluated(R"(^(evaluated|done:) cluster (\d+) at step (\d+): test accuracy ([0-9.]+)%)");
+    const std::regex rings(R"(\((\d+) in rings\))");
     std::optional<Clock::time_point> start, end;
+    std::map<std::string, uint64_t> ringBytes; // by node
+    std::map<int, int64_t> reached;            // by cluster: the first step at 85%
+    std::map<int, double> finalAccuracy;       // by cluster
     Outcome o;
     launcher::SwarmLauncher swarm(s, [&](const std::string &who, const std::string &line) {
         std::smatch m;
@@ -74,12 +111,15 @@ Outcome pipelineRun(int rttMs, int64_t steps, int64_t evalEvery, const std::file
                 o.window = std::stoi(m[1].str());
                 o.staleness = std::stod(m[2].str());
             }
+            if (std::regex_search(line, m, rings))
+                ringBytes[who] = std::max<uint64_t>(ringBytes[who], std::stoull(m[1].str()));
         } else if (std::regex_search(line, m, evaluated)) {
-            const double acc = std::stod(m[3].str()) / 100;
+            const int cluster = std::stoi(m[2].str());
+            const double acc = std::stod(m[4].str()) / 100;
             if (m[1].str() == "done:")
-                o.finalAccuracy = acc;
-            if (acc >= kTarget && o.samplesToTarget < 0)
-                o.samplesToTarget = std::stoll(m[2].str()) * kBatch;
+                finalAccuracy[cluster] = acc;
+            if (acc >= kTarget && !reached.count(cluster))
+                reached[cluster] = std::stoll(m[3].str());
         }
         if (line.find("error") != std::string::npos)
             std::printf("    [%s] %s\n", who.c_str(), line.c_str());
@@ -94,7 +134,22 @@ Outcome pipelineRun(int rttMs, int64_t steps, int64_t evalEvery, const std::file
     if (!start || !end)
         throw Error("the pipeline printed no progress");
     // The clock starts at the first step reported, so registration and planning are out.
-    o.samplesPerSecond = double(steps * kBatch) / std::chrono::duration<double>(*end - *start).count();
+    const double samples = double(steps * kBatch * spec.clusters());
+    o.samplesPerSecond = samples / std::chrono::duration<double>(*end - *start).count();
+    for (const auto &[who, bytes] : ringBytes)
+        o.ringBytes += bytes;
+    o.bytesPerSample = double(o.ringBytes) / samples;
+    if (int(reached.size()) == spec.clusters()) { // the swarm's samples when its last cluster got there
+        int64_t step = 0;
+        for (const auto &[cluster, at] : reached)
+            step = std::max(step, at);
+        o.samplesToTarget = step * kBatch * spec.clusters();
+    }
+    if (!finalAccuracy.empty()) { // the worst cluster's
+        o.finalAccuracy = 1;
+        for (const auto &[cluster, acc] : finalAccuracy)
+            o.finalAccuracy = std::min(o.finalAccuracy, acc);
+    }
     return o;
 }
 
@@ -114,7 +169,7 @@ int main(int argc, char **argv)
         const auto work = std::filesystem::temp_directory_path() / ("rookery-bench-wan-" + std::to_string(getpid()));
         std::vector<std::pair<int, Outcome>> runs;
         for (const int rtt : {0, 20, 50, 100}) {
-            const auto o = pipelineRun(rtt, steps, evalEvery, work / ("rtt" + std::to_string(rtt)));
+            const auto o = swarmRun({rtt}, steps, evalEvery, work / ("rtt" + std::to_string(rtt)));
             std::printf("  round trip %3d ms: %8s samples/s  window %d, mean staleness %.2f, to 85%%: %s samples, "
                         "final accuracy %.2f%%\n",
                         rtt, format::count(int64_t(o.samplesPerSecond)).c_str(), o.window, o.staleness,
@@ -122,7 +177,36 @@ int main(int argc, char **argv)
                         o.finalAccuracy * 100);
             runs.emplace_back(rtt, o);
         }
+
+        // The 2x2 swarm at 50 ms: the cross-cluster bytes of plain averaging every 10
+        // steps against DiLoCo's outer step every 100.
+        std::printf("2x2 swarm (two clusters of two stages), round trip 50 ms, %lld steps per cluster\n",
+                    (long long)steps);
+        const RunSpec plain{50, 4, 10, 1, 0}, outer{50, 4, 100, 0.7, 0.9};
+        std::vector<std::pair<std::string, Outcome>> averaging;
+        for (const auto &[name, spec] :
+             {std::pair{std::string("plain_every_10"), plain}, std::pair{std::string("outer_every_100"), outer}}) {
+            const auto o = swarmRun(spec, steps, evalEvery, work / name);
+            std::printf("  %-16s (interval %lld, outer lr %.1f, momentum %.1f): %8s samples/s, ring %s sent, "
+                        "%.0f bytes/sample across clusters, to 85%%: %s samples, final accuracy %.2f%% (worst "
+                        "cluster)\n",
+                        name.c_str(), (long long)spec.averagingInterval, spec.outerLearningRate, spec.outerMomentum,
+                        format::count(int64_t(o.samplesPerSecond)).c_str(), format::bytes(o.ringBytes).c_str(),
+                        o.bytesPerSample, o.samplesToTarget < 0 ? "not" : format::count(o.samplesToTarget).c_str(),
+                        o.finalAccuracy * 100);
+            averaging.emplace_back(name, o);
+        }
         std::filesystem::remove_all(work);
+        for (const auto &[name, o] : averaging) {
+            report.add("swarm2x2_" + name + "_samples_per_s", o.samplesPerSecond);
+            report.add("swarm2x2_" + name + "_bytes_per_sample", o.bytesPerSample);
+            report.add("swarm2x2_" + name + "_samples_to_85", double(o.samplesToTarget));
+            report.add("swarm2x2_" + name + "_final_accuracy", o.finalAccuracy);
+        }
+        report.add("bytes_per_sample_cross_cluster", averaging[1].second.bytesPerSample);
+        if (averaging[1].second.bytesPerSample > 0)
+            report.add("cross_cluster_reduction",
+                       averaging[0].second.bytesPerSample / averaging[1].second.bytesPerSample);
         for (const auto &[rtt, o] : runs) {
             const std::string key = "rtt_" + std::to_string(rtt) + "ms";
             report.add(key + "_samples_per_s", o.samplesPerSecond);

@@ -58,6 +58,11 @@ void declareRunOptions(CLI::App &p, coord::RunConfig &run, RunChoices &c)
     cli::addWholeNumber(p, "--accumulation", run.accumulation, 1, 4096, "N", "microbatches per optimizer step");
     cli::addWholeNumber(p, "--averaging-interval", run.averagingInterval, 1, 1000000, "N",
                         "optimizer steps between ring averagings");
+    cli::addNumber(p, "--outer-lr", run.outerLearningRate, 1e-3, 2, "RATE",
+                   "the outer learning rate applied after each averaging round (DiLoCo; 1 with --outer-momentum 0 "
+                   "is plain averaging)");
+    cli::addNumber(p, "--outer-momentum", run.outerMomentum, 0, 0.99, "M",
+                   "the outer step's Nesterov momentum (DiLoCo uses 0.9 with --outer-lr 0.7)");
     cli::addWholeNumber(p, "--steps", run.totalSteps, 1, int64_t(1) << 40, "N", "optimizer steps to train in total");
     cli::addWholeNumber(p, "--seed", run.seed, 0, INT64_MAX, "N", "random seed of the run and the planner");
 }

@@ -2,6 +2,7 @@
 #include "engine/coord/assignment.h"
 
 #include "engine/common/error.h"
+#include "engine/swarm/outer_optimizer.h"
 
 namespace rookery::coord {
 
@@ -95,6 +96,8 @@ void validate(const RunConfig &run)
     if (run.averagingInterval < 1)
         throw Error("run: the averaging interval must be at least 1 step, not " +
                     std::to_string(run.averagingInterval));
+    if (const std::string why = swarm::OuterSettings{run.outerLearningRate, run.outerMomentum}.problem(); !why.empty())
+        throw Error("run: " + why);
     if (run.totalSteps < 0)
         throw Error("run: total steps cannot be negative");
     if (run.dataset != "fashion-mnist")

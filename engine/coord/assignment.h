@@ -102,6 +102,10 @@ struct RunConfig
     int64_t microbatch = 64;
     int64_t accumulation = 1;       ///< microbatches per optimizer step
     int64_t averagingInterval = 10; ///< optimizer steps between ring averagings
+    /// The outer step after each averaging round (DiLoCo's Nesterov): 1 and 0 are plain
+    /// weight averaging (swarm::OuterSettings).
+    double outerLearningRate = 1;
+    double outerMomentum = 0;
     uint64_t seed = 1;
     int64_t totalSteps = 10000;
     std::string dataset = "fashion-mnist";

@@ -112,6 +112,8 @@ std::string toJson(const RunConfig &r)
                 {"microbatch", r.microbatch},
                 {"accumulation", r.accumulation},
                 {"averaging_interval", r.averagingInterval},
+                {"outer_learning_rate", r.outerLearningRate},
+                {"outer_momentum", r.outerMomentum},
                 {"seed", r.seed},
                 {"total_steps", r.totalSteps},
                 {"dataset", r.dataset}}
@@ -129,6 +131,9 @@ RunConfig runConfigFromJson(std::string_view text)
         r.microbatch = j.at("microbatch").get<int64_t>();
         r.accumulation = j.at("accumulation").get<int64_t>();
         r.averagingInterval = j.at("averaging_interval").get<int64_t>();
+        // Runs stored before the outer optimizer averaged plainly.
+        r.outerLearningRate = j.value("outer_learning_rate", 1.0);
+        r.outerMomentum = j.value("outer_momentum", 0.0);
         r.seed = j.at("seed").get<uint64_t>();
         r.totalSteps = j.at("total_steps").get<int64_t>();
         r.dataset = j.at("dataset").get<std::string>();

@@ -23,6 +23,8 @@ json runJson(const RunConfig &r)
             {"microbatch", r.microbatch},
             {"accumulation", r.accumulation},
             {"averaging_interval", r.averagingInterval},
+            {"outer_learning_rate", r.outerLearningRate},
+            {"outer_momentum", r.outerMomentum},
             {"seed", r.seed},
             {"total_steps", r.totalSteps},
             {"dataset", r.dataset}};

@@ -90,7 +90,9 @@ net::RunInfo toWire(const RunConfig &r)
             r.seed,
             uint64_t(r.totalSteps),
             r.dataset,
-            r.runId};
+            r.runId,
+            r.outerLearningRate,
+            r.outerMomentum};
 }
 
 RunConfig fromWire(const net::RunInfo &w)
@@ -110,6 +112,9 @@ RunConfig fromWire(const net::RunInfo &w)
     r.microbatch = w.microbatch;
     r.accumulation = w.accumulation;
     r.averagingInterval = w.averagingInterval;
+    // 0: a coordinator from before the outer optimizer, which averaged plainly.
+    r.outerLearningRate = w.outerLearningRate == 0 ? 1 : w.outerLearningRate;
+    r.outerMomentum = w.outerMomentum;
     r.seed = w.seed;
     r.totalSteps = int64_t(std::min<uint64_t>(w.totalSteps, uint64_t(std::numeric_limits<int64_t>::max())));
     r.dataset = w.dataset;

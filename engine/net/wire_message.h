@@ -192,6 +192,8 @@ struct RunInfo
     uint64_t totalSteps = 0;
     std::string dataset;
     std::string runId;
+    double outerLearningRate = 0; ///< 0: not sent (plain averaging)
+    double outerMomentum = 0;
     bool operator==(const RunInfo &) const = default;
 };
 

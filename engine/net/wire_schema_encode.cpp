@@ -67,6 +67,8 @@ void toWire(const RunInfo &r, wire::RunConfig *w)
     w->set_total_steps(r.totalSteps);
     w->set_dataset(r.dataset);
     w->set_run_id(r.runId);
+    w->set_outer_learning_rate(r.outerLearningRate);
+    w->set_outer_momentum(r.outerMomentum);
 }
 
 struct ToEnvelope

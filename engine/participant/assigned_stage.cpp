@@ -13,6 +13,7 @@
 #include "engine/participant/weights_relay.h"
 #include "engine/store/checkpoint_store.h"
 #include "engine/store/checkpoint_writer.h"
+#include "engine/swarm/outer_optimizer.h"
 #include "engine/swarm/ring_averaging.h"
 #include "engine/train/stage_runtime.h"
 
@@ -38,6 +39,7 @@ struct Ring
     coord::RingRef ref;
     std::string next, previous;
     std::unique_ptr<NetRingLinks> links; // none for a ring of one
+    swarm::OuterOptimizer outer;         // the step after each round (plain averaging unless the run says)
 
     swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.members.size())}; }
 };
@@ -117,7 +119,7 @@ void AssignedStage::Impl::buildLinks()
     relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
     router = std::make_unique<StageRouter>(*transport, *relay);
     for (const auto &r : as.rings) {
-        Ring ring{r, {}, {}, {}};
+        Ring ring{r, {}, {}, {}, swarm::OuterOptimizer({config.run.outerLearningRate, config.run.outerMomentum})};
         const size_t n = r.members.size();
         if (n >= 2) {
             ring.next = r.members[(r.rank + 1) % n].nodeId;
@@ -244,6 +246,10 @@ void AssignedStage::Impl::noteProgress(int64_t version, bool force)
             return;
         lastReport = now;
         progress.bytesSent = mesh.totals().bytesSent;
+        progress.ringBytesSent = 0;
+        for (const auto &r : rings)
+            if (r.links)
+                progress.ringBytesSent += r.links->bytesSent();
         if (const double loss = runtime->lastLoss(); loss > 0)
             progress.loss = loss;
         progress.staleness = runtime->meanStaleness();
@@ -267,12 +273,17 @@ void AssignedStage::Impl::averageRings(int64_t round)
         auto outcome = averaging.average(runtime->parameters(), ring.place(), round, *ring.links);
         std::lock_guard lock(mutex);
         if (!outcome.result.complete) {
+            ring.outer.reset(); // the members now differ: the next round starts from its average
             ++progress.ringSkipped;
             log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
                                       std::to_string(ring.ref.lastLayer - 1) + " skipped: " + outcome.result.error);
             continue;
         }
         ++progress.ringRounds;
+        if (!ring.outer.settings().plain()) {
+            const auto stepped = ring.outer.step(swarm::flattenParameters(outcome.parameters));
+            swarm::unflattenParameters(stepped, outcome.parameters);
+        }
         runtime->setParameters(outcome.parameters);
     }
 }

@@ -62,6 +62,9 @@ struct StageProgress
     int64_t ringRounds = 0;  ///< averaging rounds completed
     int64_t ringSkipped = 0; ///< rounds abandoned (a member away or silent)
     uint64_t bytesSent = 0;  ///< on every peer link of this node so far (TLS records included)
+    /// Of them, the values of this stage's ring chunks (its averaging; every member of a
+    /// ring is in another cluster, so all of it crosses clusters). Counted per assignment.
+    uint64_t ringBytesSent = 0;
 };
 
 /// One assignment of this node: its pipeline stage over the network, its rings, its

@@ -59,6 +59,7 @@ void NetRingLinks::sendNext(swarm::RingChunk chunk)
     if (!bytes.empty())
         std::memcpy(bytes.data(), chunk.values.data(), bytes.size());
     const int64_t count = int64_t(chunk.values.size());
+    const uint64_t valueBytes = bytes.size();
     net::RingChunk m{m_ringId, chunk.round, uint32_t(chunk.step), uint32_t(chunk.chunk),
                      tensorBufferFromBytes(DType::Float32, {count}, std::move(bytes))};
     // A full queue drains quickly, and a link to a member that has only just been
@@ -66,6 +67,8 @@ void NetRingLinks::sendNext(swarm::RingChunk chunk)
     // side time out, which abandons the round on every member.
     for (int attempt = 0; attempt < 1000; ++attempt) {
         const auto r = m_mesh.send(m_next, m);
+        if (r == net::SendResult::Queued)
+            m_bytesSent += valueBytes;
         if (r == net::SendResult::Queued || r == net::SendResult::TooLarge)
             return;
         if (r == net::SendResult::NotOpen && attempt >= 500)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -32,6 +33,10 @@ public:
     void sendNext(swarm::RingChunk chunk) override;
     std::optional<swarm::RingChunk> receivePrevious(std::chrono::steady_clock::time_point deadline) override;
 
+    /// The chunks' values queued for the next member so far, in bytes (framing and TLS
+    /// not counted).
+    uint64_t bytesSent() const { return m_bytesSent.load(); }
+
 private:
     PeerMesh &m_mesh;
     const uint64_t m_ringId;
@@ -41,6 +46,7 @@ private:
     std::condition_variable m_arrived;
     std::deque<swarm::RingChunk> m_queue;
     bool m_cancelled = false;
+    std::atomic<uint64_t> m_bytesSent{0};
 };
 
 } // namespace rookery::participant

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/swarm/outer_optimizer.h"
+
+#include <cmath>
+
+namespace rookery::swarm {
+
+std::string OuterSettings::problem() const
+{
+    if (!std::isfinite(learningRate) || learningRate <= 0 || learningRate > 2)
+        return "the outer learning rate must be above 0 and at most 2 (1 with momentum 0 is plain averaging), not " +
+               std::to_string(learningRate);
+    if (!std::isfinite(momentum) || momentum < 0 || momentum >= 1)
+        return "the outer momentum must be at least 0 and below 1, not " + std::to_string(momentum);
+    return {};
+}
+
+OuterOptimizer::OuterOptimizer(OuterSettings settings)
+    : m_settings(settings)
+{ }
+
+std::vector<float> OuterOptimizer::step(std::span<const float> averaged)
+{
+    std::vector<float> out(averaged.begin(), averaged.end());
+    if (!m_anchor || m_anchor->size() != averaged.size()) {
+        m_anchor = out;
+        m_velocity.assign(out.size(), 0.0f);
+        return out;
+    }
+    if (m_settings.plain()) {
+        *m_anchor = out;
+        return out;
+    }
+    const double lr = m_settings.learningRate, mu = m_settings.momentum;
+    auto &anchor = *m_anchor;
+    for (size_t i = 0; i < out.size(); ++i) {
+        const double delta = double(anchor[i]) - double(averaged[i]);
+        const double v = mu * double(m_velocity[i]) + delta;
+        m_velocity[i] = float(v);
+        out[i] = float(double(anchor[i]) - lr * (delta + mu * v));
+        anchor[i] = out[i];
+    }
+    return out;
+}
+
+void OuterOptimizer::reset()
+{
+    m_anchor.reset();
+    m_velocity.clear();
+}
+
+} // namespace rookery::swarm

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The run's settings as the coordinator keeps and sends them: the outer step's settings
+// survive the wire and the database, older coordinators and databases (which had none)
+// mean plain averaging, and bad values are refused with the field named.
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/common/error.h"
+#include "engine/coord/coord_json.h"
+#include "engine/coord/wire_convert.h"
+#include "engine/model/model_zoo.h"
+
+using namespace rookery;
+using namespace rookery::coord;
+
+namespace {
+
+RunConfig diLoCoRun()
+{
+    RunConfig r;
+    r.runId = "run-1";
+    r.model = model::mlpSpec();
+    r.averagingInterval = 100;
+    r.outerLearningRate = 0.7;
+    r.outerMomentum = 0.9;
+    return r;
+}
+
+} // namespace
+
+class TestRunConfig : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void outerSettingsCrossTheWire()
+    {
+        const RunConfig r = diLoCoRun();
+        const net::RunInfo w = toWire(r);
+        QCOMPARE(w.outerLearningRate, 0.7);
+        QCOMPARE(w.outerMomentum, 0.9);
+        QCOMPARE(fromWire(w), r);
+    }
+
+    void aCoordinatorThatSendsNoneMeansPlainAveraging()
+    {
+        net::RunInfo w = toWire(diLoCoRun());
+        w.outerLearningRate = 0; // proto3's default: the field was not sent
+        w.outerMomentum = 0;
+        const RunConfig r = fromWire(w);
+        QCOMPARE(r.outerLearningRate, 1.0);
+        QCOMPARE(r.outerMomentum, 0.0);
+        // A momentum of 1 or more would grow without bound: a node refuses such a run.
+        w.outerLearningRate = 0.7;
+        w.outerMomentum = 1.5;
+        QVERIFY_THROWS_EXCEPTION(Error, fromWire(w));
+    }
+
+    void outerSettingsAreStored()
+    {
+        const RunConfig r = diLoCoRun();
+        QCOMPARE(runConfigFromJson(toJson(r)), r);
+        // A run stored before the outer step existed averages plainly.
+        auto j = nlohmann::json::parse(toJson(r));
+        j.erase("outer_learning_rate");
+        j.erase("outer_momentum");
+        const RunConfig old = runConfigFromJson(j.dump());
+        QCOMPARE(old.outerLearningRate, 1.0);
+        QCOMPARE(old.outerMomentum, 0.0);
+    }
+
+    void badOuterSettingsAreRefused()
+    {
+        RunConfig r = diLoCoRun();
+        validate(r);
+        r.outerMomentum = 1;
+        QVERIFY_THROWS_EXCEPTION(Error, validate(r));
+        try {
+            validate(r);
+        } catch (const Error &e) {
+            QVERIFY2(std::string(e.what()).find("outer momentum") != std::string::npos, e.what());
+        }
+        r.outerMomentum = 0.9;
+        r.outerLearningRate = -1;
+        QVERIFY_THROWS_EXCEPTION(Error, validate(r));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRunConfig)
+#include "tst_run_config.moc"
