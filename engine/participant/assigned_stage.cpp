@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/assigned_stage.h"
 
+#include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
@@ -78,6 +80,16 @@ struct AssignedStage::Impl
     std::thread stageThread;
     std::atomic<bool> running{false};
 
+    // The rings average on a thread of their own, against a snapshot of the weights,
+    // while the stage trains on; what a round changed is added once it is done.
+    struct RingChange
+    {
+        std::vector<NamedTensor> before, after; // the ring's layers in the snapshot, and averaged
+    };
+    std::thread averagingThread;
+    std::atomic<bool> averagingDone{false};
+    std::vector<RingChange> averagingChanges; // the averaging thread's until averagingDone
+
     mutable std::mutex mutex; // guards the fields below
     Phase phase = Phase::Waiting;
     int failures = 0; // runs that ended in failure
@@ -104,7 +116,11 @@ struct AssignedStage::Impl
     void restore();
     bool restoreCheckpoint(const std::string &what);
     void onUpdate(int64_t version);
-    void averageRings(int64_t round);
+    void averageRings(int64_t round); // now, on this thread (the last round)
+    std::vector<RingChange> averageRingsOf(std::vector<NamedTensor> snapshot, int64_t round);
+    void startAveraging(int64_t round);
+    void collectAveraging(bool wait); // adds a finished round's change; `wait`: for one in flight
+    void applyChanges(const std::vector<RingChange> &changes);
     void publishSnapshot(int64_t version) { relay->publish(runtime->parameters(), uint64_t(version)); }
     void stageMain();
     void settle(const train::StageRunResult &result);
@@ -260,8 +276,10 @@ void AssignedStage::Impl::noteProgress(int64_t version, bool force)
         callbacks.progress(copy);
 }
 
-void AssignedStage::Impl::averageRings(int64_t round)
+std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf(std::vector<NamedTensor> snapshot,
+                                                                                 int64_t round)
 {
+    std::vector<RingChange> changes;
     for (auto &ring : rings) {
         if (!ring.links)
             continue;
@@ -270,29 +288,78 @@ void AssignedStage::Impl::averageRings(int64_t round)
             ++progress.ringSkipped;
             continue;
         }
-        auto outcome = averaging.average(runtime->parameters(), ring.place(), round, *ring.links);
-        std::lock_guard lock(mutex);
+        RingChange change;
+        for (const auto &p : snapshot)
+            if (const size_t l = swarm::layerOfParameter(p.name); l >= ring.ref.firstLayer && l < ring.ref.lastLayer)
+                change.before.push_back(p);
+        auto outcome = averaging.average(snapshot, ring.place(), round, *ring.links);
         if (!outcome.result.complete) {
             ring.outer.reset(); // the members now differ: the next round starts from its average
+            std::lock_guard lock(mutex);
             ++progress.ringSkipped;
             log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
                                       std::to_string(ring.ref.lastLayer - 1) + " skipped: " + outcome.result.error);
             continue;
         }
-        ++progress.ringRounds;
         if (!ring.outer.settings().plain()) {
             const auto stepped = ring.outer.step(swarm::flattenParameters(outcome.parameters));
             swarm::unflattenParameters(stepped, outcome.parameters);
         }
-        runtime->setParameters(outcome.parameters);
+        change.after = std::move(outcome.parameters);
+        changes.push_back(std::move(change));
+        std::lock_guard lock(mutex);
+        ++progress.ringRounds;
     }
+    return changes;
+}
+
+void AssignedStage::Impl::applyChanges(const std::vector<RingChange> &changes)
+{
+    if (changes.empty())
+        return;
+    const auto current = runtime->parameters();
+    for (const auto &c : changes) {
+        try {
+            runtime->setParameters(swarm::movedByAveraging(current, c.before, c.after));
+        } catch (const Error &e) {
+            log::warning("swarm", std::string("an averaging round was not applied: ") + e.what());
+        }
+    }
+}
+
+void AssignedStage::Impl::averageRings(int64_t round)
+{
+    collectAveraging(true);
+    applyChanges(averageRingsOf(runtime->parameters(), round));
+}
+
+void AssignedStage::Impl::startAveraging(int64_t round)
+{
+    if (std::none_of(rings.begin(), rings.end(), [](const Ring &r) { return bool(r.links); }))
+        return;
+    averagingDone = false;
+    averagingThread = std::thread([this, snapshot = runtime->parameters(), round]() mutable {
+        auto changes = averageRingsOf(std::move(snapshot), round);
+        averagingChanges = std::move(changes);
+        averagingDone = true;
+    });
+}
+
+void AssignedStage::Impl::collectAveraging(bool wait)
+{
+    if (!averagingThread.joinable() || (!wait && !averagingDone))
+        return;
+    averagingThread.join();
+    applyChanges(std::exchange(averagingChanges, {}));
 }
 
 void AssignedStage::Impl::onUpdate(int64_t version)
 {
     const auto &run = config.run;
+    collectAveraging(false); // a round that finished meanwhile
     if (run.averagingInterval > 0 && version % run.averagingInterval == 0) {
-        averageRings(version / run.averagingInterval);
+        collectAveraging(true); // one round in flight at most, so the ring's rounds stay in step
+        startAveraging(version / run.averagingInterval);
         publishSnapshot(version);
     }
     if (config.checkpointEvery > 0 && version % config.checkpointEvery == 0)
@@ -392,6 +459,8 @@ AssignedStage::~AssignedStage()
     // The stage thread may still start an evaluation: join it first.
     if (d->stageThread.joinable())
         d->stageThread.join();
+    if (d->averagingThread.joinable()) // its links are cancelled: it gives up at once
+        d->averagingThread.join();
     if (d->evaluation)
         d->evaluation->join();
     d->writer->submit(d->runtime->state());

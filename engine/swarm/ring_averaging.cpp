@@ -66,6 +66,36 @@ void unflattenParameters(std::span<const float> values, std::vector<NamedTensor>
     }
 }
 
+std::vector<NamedTensor> movedByAveraging(const std::vector<NamedTensor> &current,
+                                          const std::vector<NamedTensor> &before, const std::vector<NamedTensor> &after)
+{
+    const auto find = [](const std::vector<NamedTensor> &in, const std::string &name) -> const NamedTensor & {
+        for (const auto &t : in)
+            if (t.name == name)
+                return t;
+        throw Error("ring averaging: no parameter named '" + name + "' to apply the round to");
+    };
+    std::vector<NamedTensor> out;
+    out.reserve(after.size());
+    for (const auto &a : after) {
+        const NamedTensor &b = find(before, a.name);
+        NamedTensor c = find(current, a.name);
+        if (a.dtype != DType::Float32 || b.dtype != DType::Float32 || c.dtype != DType::Float32 ||
+            a.data.size() != b.data.size() || a.data.size() != c.data.size())
+            throw Error("ring averaging: parameter '" + a.name + "' changed its size during the round");
+        const size_t n = a.data.size() / sizeof(float);
+        std::vector<float> va(n), vb(n), vc(n);
+        std::memcpy(va.data(), a.data.data(), a.data.size());
+        std::memcpy(vb.data(), b.data.data(), b.data.size());
+        std::memcpy(vc.data(), c.data.data(), c.data.size());
+        for (size_t i = 0; i < n; ++i)
+            vc[i] += va[i] - vb[i];
+        std::memcpy(c.data.data(), vc.data(), c.data.size());
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
 RingAveraging::RingAveraging(std::chrono::milliseconds timeout)
     : m_timeout(timeout)
 { }

@@ -78,4 +78,12 @@ std::vector<float> flattenParameters(const std::vector<NamedTensor> &tensors);
 /// rookery::Error when the counts differ.
 void unflattenParameters(std::span<const float> values, std::vector<NamedTensor> &tensors);
 
+/// What averaging a snapshot means for weights that trained on meanwhile: for each
+/// tensor of `after` (by name), its value in `current` plus (after - before), so the
+/// steps taken since the snapshot are kept. `before` holds the snapshot's values of the
+/// same tensors. Throws rookery::Error when a name is missing or the sizes differ.
+std::vector<NamedTensor> movedByAveraging(const std::vector<NamedTensor> &current,
+                                          const std::vector<NamedTensor> &before,
+                                          const std::vector<NamedTensor> &after);
+
 } // namespace rookery::swarm

@@ -9,10 +9,12 @@
 
 #include <cstring>
 
+#include "engine/common/error.h"
 #include "engine/swarm/ring_allreduce.h"
 #include "engine/swarm/ring_averaging.h"
 
 using namespace rookery::swarm;
+using rookery::DType;
 using rookery::NamedTensor;
 using namespace std::chrono_literals;
 
@@ -209,6 +211,38 @@ private Q_SLOTS:
         t.join();
         QVERIFY(!ra.complete || !rb.complete);
         QVERIFY(QString::fromStdString(ra.error + rb.error).contains(QStringLiteral("disagree")));
+    }
+
+    // Averaging runs against a snapshot while the stage trains on: the round's change
+    // goes on top of the steps taken meanwhile.
+    void aRoundsChangeKeepsTheStepsTakenMeanwhile()
+    {
+        const auto tensor = [](const std::string &name, std::vector<float> v) {
+            NamedTensor t{name, DType::Float32, {int64_t(v.size())}, std::vector<uint8_t>(v.size() * sizeof(float))};
+            std::memcpy(t.data.data(), v.data(), t.data.size());
+            return t;
+        };
+        const auto values = [](const NamedTensor &t) {
+            std::vector<float> v(t.data.size() / sizeof(float));
+            std::memcpy(v.data(), t.data.data(), t.data.size());
+            return v;
+        };
+        const std::vector<NamedTensor> before = {tensor("0.weight", {1, 2}), tensor("0.bias", {3})};
+        const std::vector<NamedTensor> after = {tensor("0.weight", {2, 2}), tensor("0.bias", {1})};
+        // Trained on meanwhile; 1.weight belongs to another ring and is not touched.
+        const std::vector<NamedTensor> current = {tensor("0.weight", {1.5f, 1}), tensor("0.bias", {3.25f}),
+                                                  tensor("1.weight", {9})};
+        const auto moved = movedByAveraging(current, before, after);
+        QCOMPARE(moved.size(), size_t(2));
+        QCOMPARE(moved[0].name, std::string("0.weight"));
+        QCOMPARE(values(moved[0]), (std::vector<float>{2.5f, 1}));
+        QCOMPARE(values(moved[1]), (std::vector<float>{1.25f}));
+        // Nothing trained meanwhile: the average itself.
+        QCOMPARE(values(movedByAveraging(before, before, after)[1]), (std::vector<float>{1}));
+        // A parameter that is gone, or changed size, is refused with its name.
+        QVERIFY_THROWS_EXCEPTION(rookery::Error, movedByAveraging({current[2]}, before, after));
+        QVERIFY_THROWS_EXCEPTION(rookery::Error,
+                                 movedByAveraging({tensor("0.weight", {1}), current[1]}, before, after));
     }
 };
 
