@@ -6,9 +6,10 @@
 // (microbatches in flight) and mean staleness as it printed them, and (full runs, every
 // 100 steps) the samples each needed to reach 85% test accuracy.
 //
-// Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms, twice:
-// plain ring averaging every 10 steps (what the swarm did before), and averaging every
-// 100 steps with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9).
+// Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms, three
+// times: plain ring averaging every 10 steps on the stage thread (the default), the same
+// with rounds beside training (--overlap-averaging; key `overlap_speedup`), and averaging
+// every 100 steps with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9).
 // Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every ring joins
 // the two clusters) over the samples the swarm trained; `cross_cluster_reduction`: the
 // plain run's over the outer-step run's. Both with samples to 85% and final accuracy.
@@ -47,6 +48,7 @@ struct RunSpec
     int64_t averagingInterval = 10;
     double outerLearningRate = 1; ///< 1 and 0: plain averaging
     double outerMomentum = 0;
+    bool overlap = false;                      ///< rounds beside training (--overlap-averaging)
     int clusters() const { return nodes / 2; } // clusters of two stages
 };
 
@@ -84,6 +86,8 @@ Outcome swarmRun(const RunSpec &spec, int64_t steps, int64_t evalEvery, const st
                          std::to_string(spec.outerLearningRate),
                          "--outer-momentum",
                          std::to_string(spec.outerMomentum)};
+    if (spec.overlap)
+        s.coordinatorArgs.push_back("--overlap-averaging");
     s.nodeArgs = {"--max-cores", "1", "--eval-every", std::to_string(evalEvery)};
     s.restartCrashed = false;
     if (const char *dir = std::getenv("ROOKERY_BIN_DIR"))
@@ -182,12 +186,13 @@ int main(int argc, char **argv)
         // steps against DiLoCo's outer step every 100.
         std::printf("2x2 swarm (two clusters of two stages), round trip 50 ms, %lld steps per cluster\n",
                     (long long)steps);
-        const RunSpec plain{50, 4, 10, 1, 0}, outer{50, 4, 100, 0.7, 0.9};
+        const RunSpec plain{50, 4, 10, 1, 0}, overlapped{50, 4, 10, 1, 0, true}, outer{50, 4, 100, 0.7, 0.9};
         std::vector<std::pair<std::string, Outcome>> averaging;
-        for (const auto &[name, spec] :
-             {std::pair{std::string("plain_every_10"), plain}, std::pair{std::string("outer_every_100"), outer}}) {
+        for (const auto &[name, spec] : {std::pair{std::string("plain_every_10"), plain},
+                                         std::pair{std::string("overlapped_every_10"), overlapped},
+                                         std::pair{std::string("outer_every_100"), outer}}) {
             const auto o = swarmRun(spec, steps, evalEvery, work / name);
-            std::printf("  %-16s (interval %lld, outer lr %.1f, momentum %.1f): %8s samples/s, ring %s sent, "
+            std::printf("  %-19s (interval %lld, outer lr %.1f, momentum %.1f): %8s samples/s, ring %s sent, "
                         "%.0f bytes/sample across clusters, to 85%%: %s samples, final accuracy %.2f%% (worst "
                         "cluster)\n",
                         name.c_str(), (long long)spec.averagingInterval, spec.outerLearningRate, spec.outerMomentum,
@@ -203,10 +208,12 @@ int main(int argc, char **argv)
             report.add("swarm2x2_" + name + "_samples_to_85", double(o.samplesToTarget));
             report.add("swarm2x2_" + name + "_final_accuracy", o.finalAccuracy);
         }
-        report.add("bytes_per_sample_cross_cluster", averaging[1].second.bytesPerSample);
-        if (averaging[1].second.bytesPerSample > 0)
-            report.add("cross_cluster_reduction",
-                       averaging[0].second.bytesPerSample / averaging[1].second.bytesPerSample);
+        const Outcome &base = averaging[0].second, &overlap = averaging[1].second, &diloco = averaging[2].second;
+        report.add("bytes_per_sample_cross_cluster", diloco.bytesPerSample);
+        if (diloco.bytesPerSample > 0)
+            report.add("cross_cluster_reduction", base.bytesPerSample / diloco.bytesPerSample);
+        if (base.samplesPerSecond > 0)
+            report.add("overlap_speedup", overlap.samplesPerSecond / base.samplesPerSecond);
         for (const auto &[rtt, o] : runs) {
             const std::string key = "rtt_" + std::to_string(rtt) + "ms";
             report.add(key + "_samples_per_s", o.samplesPerSecond);

@@ -63,6 +63,9 @@ void declareRunOptions(CLI::App &p, coord::RunConfig &run, RunChoices &c)
                    "is plain averaging)");
     cli::addNumber(p, "--outer-momentum", run.outerMomentum, 0, 0.99, "M",
                    "the outer step's Nesterov momentum (DiLoCo uses 0.9 with --outer-lr 0.7)");
+    p.add_flag("--overlap-averaging", run.overlapAveraging,
+               "run each averaging round beside training, on a snapshot of the weights, and add its change when it "
+               "is done (faster over slow links; the change arrives a few steps late)");
     cli::addWholeNumber(p, "--steps", run.totalSteps, 1, int64_t(1) << 40, "N", "optimizer steps to train in total");
     cli::addWholeNumber(p, "--seed", run.seed, 0, INT64_MAX, "N", "random seed of the run and the planner");
 }

@@ -29,7 +29,7 @@ int main(int argc, char **argv)
     int64_t steps = 600, interval = 10, microbatch = 64, seed = 1;
     double lr = 0.05;
     int cores = 1;
-    bool fresh = false, quiet = false, throughRelay = false;
+    bool fresh = false, quiet = false, throughRelay = false, overlap = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
                "checkpoints. Exits when the run is complete.",
@@ -51,6 +51,9 @@ int main(int argc, char **argv)
     cli::addWholeNumber(p, "--cores-per-node", cores, 1, 256, "N", "cores each node may use");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
+    p.add_flag("--overlap-averaging", overlap,
+               "averaging rounds run beside training, on a snapshot of the weights (the coordinator's "
+               "--overlap-averaging)");
     p.add_flag("--through-relay", throughRelay,
                "every node advertises an address nobody can dial, as if behind NAT, so that every link goes "
                "through the coordinator's relay");
@@ -80,6 +83,8 @@ int main(int argc, char **argv)
                          "--seed",
                          std::to_string(seed)};
     s.nodeArgs = {"--max-cores", std::to_string(cores)};
+    if (overlap)
+        s.coordinatorArgs.push_back("--overlap-averaging");
     if (throughRelay) { // port 1 on loopback: nothing listens, the coordinator's check fails at once
         s.nodeArgs.insert(s.nodeArgs.end(), {"--public-address", "127.0.0.1:1"});
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--reachability-timeout", "3"});

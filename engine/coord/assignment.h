@@ -106,6 +106,9 @@ struct RunConfig
     /// weight averaging (swarm::OuterSettings).
     double outerLearningRate = 1;
     double outerMomentum = 0;
+    /// Rounds run on a thread of their own against a snapshot while training goes on,
+    /// their change added when done; else on the stage thread, training paused.
+    bool overlapAveraging = false;
     uint64_t seed = 1;
     int64_t totalSteps = 10000;
     std::string dataset = "fashion-mnist";

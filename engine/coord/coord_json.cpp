@@ -114,6 +114,7 @@ std::string toJson(const RunConfig &r)
                 {"averaging_interval", r.averagingInterval},
                 {"outer_learning_rate", r.outerLearningRate},
                 {"outer_momentum", r.outerMomentum},
+                {"overlap_averaging", r.overlapAveraging},
                 {"seed", r.seed},
                 {"total_steps", r.totalSteps},
                 {"dataset", r.dataset}}
@@ -134,6 +135,7 @@ RunConfig runConfigFromJson(std::string_view text)
         // Runs stored before the outer optimizer averaged plainly.
         r.outerLearningRate = j.value("outer_learning_rate", 1.0);
         r.outerMomentum = j.value("outer_momentum", 0.0);
+        r.overlapAveraging = j.value("overlap_averaging", false);
         r.seed = j.at("seed").get<uint64_t>();
         r.totalSteps = j.at("total_steps").get<int64_t>();
         r.dataset = j.at("dataset").get<std::string>();

@@ -25,6 +25,7 @@ json runJson(const RunConfig &r)
             {"averaging_interval", r.averagingInterval},
             {"outer_learning_rate", r.outerLearningRate},
             {"outer_momentum", r.outerMomentum},
+            {"overlap_averaging", r.overlapAveraging},
             {"seed", r.seed},
             {"total_steps", r.totalSteps},
             {"dataset", r.dataset}};

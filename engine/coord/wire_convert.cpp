@@ -92,7 +92,8 @@ net::RunInfo toWire(const RunConfig &r)
             r.dataset,
             r.runId,
             r.outerLearningRate,
-            r.outerMomentum};
+            r.outerMomentum,
+            r.overlapAveraging};
 }
 
 RunConfig fromWire(const net::RunInfo &w)
@@ -115,6 +116,7 @@ RunConfig fromWire(const net::RunInfo &w)
     // 0: a coordinator from before the outer optimizer, which averaged plainly.
     r.outerLearningRate = w.outerLearningRate == 0 ? 1 : w.outerLearningRate;
     r.outerMomentum = w.outerMomentum;
+    r.overlapAveraging = w.overlapAveraging;
     r.seed = w.seed;
     r.totalSteps = int64_t(std::min<uint64_t>(w.totalSteps, uint64_t(std::numeric_limits<int64_t>::max())));
     r.dataset = w.dataset;

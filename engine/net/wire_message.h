@@ -194,6 +194,7 @@ struct RunInfo
     std::string runId;
     double outerLearningRate = 0; ///< 0: not sent (plain averaging)
     double outerMomentum = 0;
+    bool overlapAveraging = false;
     bool operator==(const RunInfo &) const = default;
 };
 

@@ -69,6 +69,7 @@ void toWire(const RunInfo &r, wire::RunConfig *w)
     w->set_run_id(r.runId);
     w->set_outer_learning_rate(r.outerLearningRate);
     w->set_outer_momentum(r.outerMomentum);
+    w->set_overlap_averaging(r.overlapAveraging);
 }
 
 struct ToEnvelope

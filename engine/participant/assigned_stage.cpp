@@ -358,8 +358,12 @@ void AssignedStage::Impl::onUpdate(int64_t version)
     const auto &run = config.run;
     collectAveraging(false); // a round that finished meanwhile
     if (run.averagingInterval > 0 && version % run.averagingInterval == 0) {
-        collectAveraging(true); // one round in flight at most, so the ring's rounds stay in step
-        startAveraging(version / run.averagingInterval);
+        if (run.overlapAveraging) {
+            collectAveraging(true); // one round in flight at most, so the ring's rounds stay in step
+            startAveraging(version / run.averagingInterval);
+        } else {
+            averageRings(version / run.averagingInterval);
+        }
         publishSnapshot(version);
     }
     if (config.checkpointEvery > 0 && version % config.checkpointEvery == 0)

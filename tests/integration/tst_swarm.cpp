@@ -130,6 +130,27 @@ private Q_SLOTS:
         checkAccuracy(run);
     }
 
+    // Rounds beside training (--overlap-averaging): each cluster trains on while its
+    // rings average a snapshot, and the round's change lands a few steps late. The run
+    // completes, both clusters learn, and the last round (on the stage thread, after the
+    // final step) leaves them with the same weights: the same test accuracy.
+    void overlappedAveragingEndsWithTheClustersAgreeing()
+    {
+        QTemporaryDir dir;
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        QVERIFY(run.start(dir.path(), true, {QStringLiteral("--overlap-averaging")}));
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        QVERIFY(run.output.contains(QStringLiteral("the run is complete")));
+        const auto acc = run.finalAccuracies();
+        QVERIFY2(acc.size() == 2, qPrintable(run.output.right(3000)));
+        qInfo("final test accuracy %.2f%% and %.2f%%", acc[0] * 100, acc[1] * 100);
+        QCOMPARE(acc[0], acc[1]);
+        QVERIFY2(acc[0] >= 0.80, qPrintable(run.output.right(3000)));
+    }
+
     // Every node advertises an address nobody can dial, as if behind NAT without a
     // mapped port: the only way two stages can link is the coordinator's relay, with
     // their mutual TLS end to end inside it.

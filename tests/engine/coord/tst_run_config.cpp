@@ -24,6 +24,7 @@ RunConfig diLoCoRun()
     r.averagingInterval = 100;
     r.outerLearningRate = 0.7;
     r.outerMomentum = 0.9;
+    r.overlapAveraging = true;
     return r;
 }
 
@@ -40,6 +41,7 @@ private Q_SLOTS:
         const net::RunInfo w = toWire(r);
         QCOMPARE(w.outerLearningRate, 0.7);
         QCOMPARE(w.outerMomentum, 0.9);
+        QVERIFY(w.overlapAveraging);
         QCOMPARE(fromWire(w), r);
     }
 
@@ -65,9 +67,11 @@ private Q_SLOTS:
         auto j = nlohmann::json::parse(toJson(r));
         j.erase("outer_learning_rate");
         j.erase("outer_momentum");
+        j.erase("overlap_averaging");
         const RunConfig old = runConfigFromJson(j.dump());
         QCOMPARE(old.outerLearningRate, 1.0);
         QCOMPARE(old.outerMomentum, 0.0);
+        QVERIFY(!old.overlapAveraging);
     }
 
     void badOuterSettingsAreRefused()
