@@ -330,7 +330,10 @@ void AssignedStage::Impl::applyChanges(const std::vector<RingChange> &changes)
 void AssignedStage::Impl::averageRings(int64_t round)
 {
     collectAveraging(true);
-    applyChanges(averageRingsOf(runtime->parameters(), round));
+    // Nothing trained since the snapshot: the average itself, exactly (adding the change
+    // would round differently on each member).
+    for (const auto &c : averageRingsOf(runtime->parameters(), round))
+        runtime->setParameters(c.after);
 }
 
 void AssignedStage::Impl::startAveraging(int64_t round)
@@ -339,8 +342,11 @@ void AssignedStage::Impl::startAveraging(int64_t round)
         return;
     averagingDone = false;
     averagingThread = std::thread([this, snapshot = runtime->parameters(), round]() mutable {
-        auto changes = averageRingsOf(std::move(snapshot), round);
-        averagingChanges = std::move(changes);
+        try {
+            averagingChanges = averageRingsOf(std::move(snapshot), round);
+        } catch (const std::exception &e) { // a malformed parameter name, say: this round only
+            log::warning("swarm", std::string("an averaging round failed: ") + e.what());
+        }
         averagingDone = true;
     });
 }
