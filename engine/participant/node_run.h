@@ -15,6 +15,7 @@
 
 #include "engine/common/log.h"
 #include "engine/coord/coordinator_client.h"
+#include "engine/device/suspend_detector.h"
 #include "engine/net/net_context.h"
 #include "engine/participant/node_preparation.h"
 #include "engine/participant/peer_mesh.h"
@@ -123,6 +124,7 @@ private:
     std::optional<coord::Assignment> m_current;
     SwarmNodeSummary m_summary;
     std::chrono::steady_clock::time_point m_lastWaitNote;
+    device::SuspendDetector m_suspend; ///< notices that the computer slept
     std::optional<std::chrono::steady_clock::time_point> m_finishedAt;
 };
 

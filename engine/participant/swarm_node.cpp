@@ -7,6 +7,7 @@
 
 #include "engine/common/error.h"
 #include "engine/device/governor.h"
+#include "engine/participant/node_activity.h"
 #include "engine/participant/node_run.h"
 
 namespace rookery::participant {
@@ -31,19 +32,6 @@ std::vector<PeerAddress> peersOf(const coord::Assignment &a)
             add(r.members[(r.rank + r.members.size() - 1) % r.members.size()]);
         }
     return peers;
-}
-
-coord::NodeActivity activityOf(const AssignedStage &stage)
-{
-    switch (stage.phase()) {
-    case AssignedStage::Phase::Training:
-    case AssignedStage::Phase::Finishing:
-        return coord::NodeActivity::Training;
-    case AssignedStage::Phase::Failed:
-        return coord::NodeActivity::Failed;
-    default:
-        return coord::NodeActivity::Waiting;
-    }
 }
 
 } // namespace
@@ -140,11 +128,14 @@ bool NodeRun::tend(AssignedStage &stage)
     report.samplesPerSecond = p.samplesPerSecond;
     report.step = p.step;
     report.loss = p.loss;
-    report.activity = activityOf(stage);
+    report.activity = nodeActivity(stage.phase(), m_node.governor->status().state);
     report.samplesTotal = p.samplesTotal;
     report.busyFraction = p.busyFraction;
     m_client->report(report);
     m_summary.step = p.step;
+    if (const auto slept = m_suspend.poll()) // its links and the coordinator's will have timed out meanwhile
+        m_node.say("this computer was asleep for " + std::to_string(slept->count() / 1000) +
+                   " s; links that timed out meanwhile are being made again");
     device::Governor &governor = *m_node.governor;
     if (governor.status().state == device::GovernorState::Stopped) {
         m_summary.reason = governor.status().reason;
