@@ -98,6 +98,15 @@ struct TestNode
     TestNode &operator=(const TestNode &) = delete;
     ~TestNode() { client.reset(); }
 
+    /// A client callback that appends what it is given to `into`, under the lock.
+    template <class T> std::function<void(const T &)> recordInto(std::vector<T> &into)
+    {
+        return [this, &into](const T &x) {
+            std::lock_guard lock(mutex);
+            into.push_back(x);
+        };
+    }
+
     void start(net::NetContext &net, const net::CoordinatorAddress &address, double gflops, uint64_t memory,
                const std::string &profile = {})
     {
@@ -112,30 +121,15 @@ struct TestNode
         c.initialBackoff = std::chrono::milliseconds(50);
         c.maxBackoff = std::chrono::milliseconds(400);
         coord::CoordinatorClientEvents e;
-        e.registered = [this](const coord::Registration &r) {
-            std::lock_guard lock(mutex);
-            registrations.push_back(r);
-        };
-        e.assignmentChanged = [this](const coord::Assignment &a) {
-            std::lock_guard lock(mutex);
-            updates.push_back(a);
-        };
-        e.error = [this](const std::string &text) {
-            std::lock_guard lock(mutex);
-            errors.push_back(text);
-        };
+        e.registered = recordInto(registrations);
+        e.assignmentChanged = recordInto(updates);
+        e.error = recordInto(errors);
         e.connection = [this](bool up) {
             std::lock_guard lock(mutex);
             ++(up ? connects : disconnects);
         };
-        e.relayGranted = [this](const net::RelayGrant &g) {
-            std::lock_guard lock(mutex);
-            grants.push_back(g);
-        };
-        e.relayExpected = [this](const net::RelayExpect &x) {
-            std::lock_guard lock(mutex);
-            expects.push_back(x);
-        };
+        e.relayGranted = recordInto(grants);
+        e.relayExpected = recordInto(expects);
         client = std::make_unique<coord::CoordinatorClient>(net, c, identity, e);
         client->start();
     }
