@@ -29,7 +29,7 @@ void declareTimingOptions(CLI::App &p, Timing &t)
     cli::addWholeNumber(p, "--heartbeat-ms", t.heartbeat, 50, 60'000, "MS", "how often nodes send heartbeats");
     cli::addWholeNumber(p, "--heartbeat-timeout-ms", t.timeout, 100, 600'000, "MS", "a node silent this long is lost");
     cli::addWholeNumber(p, "--rejoin-grace-ms", t.rejoinGrace, 0, 3'600'000, "MS",
-                        "a lost node keeps its assignment this long");
+                        "a node away (silent, or paused by its volunteer) keeps its assignment this long");
     cli::addWholeNumber(p, "--restart-grace-ms", t.restartGrace, 0, 3'600'000, "MS",
                         "the same, for every node after this coordinator restarts");
     cli::addWholeNumber(p, "--first-plan-delay-ms", t.firstPlanDelay, 0, 600'000, "MS",

@@ -38,11 +38,32 @@ std::string_view nodeActivityName(NodeActivity activity)
     return "?";
 }
 
-bool Assignment::samePlacement(const Assignment &o) const
+std::string_view awayReasonName(AwayReason reason)
+{
+    switch (reason) {
+    case AwayReason::None:
+        return "";
+    case AwayReason::PausedByUser:
+        return "paused by its user";
+    case AwayReason::Snoozed:
+        return "snoozed";
+    case AwayReason::OnBattery:
+        return "on battery";
+    case AwayReason::OutsideSchedule:
+        return "outside its schedule";
+    case AwayReason::WaitingForIdle:
+        return "waiting for idle";
+    }
+    return "?";
+}
+
+bool Assignment::samePlacement(const Assignment &o) const { return sameExceptRings(o) && rings == o.rings; }
+
+bool Assignment::sameExceptRings(const Assignment &o) const
 {
     return state == o.state && cluster == o.cluster && clusterCount == o.clusterCount && stage == o.stage &&
            stages == o.stages && firstLayer == o.firstLayer && lastLayer == o.lastLayer && previous == o.previous &&
-           next == o.next && rings == o.rings && shard.index == o.shard.index && shard.count == o.shard.count &&
+           next == o.next && shard.index == o.shard.index && shard.count == o.shard.count &&
            weightsFrom == o.weightsFrom && reason == o.reason;
 }
 

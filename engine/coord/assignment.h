@@ -83,6 +83,9 @@ struct Assignment
     /// The same placement, whatever the version: what a node compares to know whether
     /// it must rebuild its stage.
     bool samePlacement(const Assignment &other) const;
+    /// The same placement but perhaps other ring members (a cluster away, or back): the
+    /// node keeps its stage and changes only its rings.
+    bool sameExceptRings(const Assignment &other) const;
     /// The same verdicts on who can be dialled (this node and every peer it names): a
     /// node that hears of a change re-decides which links it dials, and keeps its stage.
     bool sameReachability(const Assignment &other) const;
@@ -134,6 +137,12 @@ enum class NodeActivity { Unknown, Waiting, Loading, Training, Paused, Failed };
 
 std::string_view nodeActivityName(NodeActivity activity);
 
+/// Why a paused node is away, as it reports it (its governor's first rule that holds).
+enum class AwayReason { None, PausedByUser, Snoozed, OnBattery, OutsideSchedule, WaitingForIdle };
+
+/// "", "paused by its user", "snoozed", "on battery", "outside its schedule", "waiting for idle".
+std::string_view awayReasonName(AwayReason reason);
+
 /// A node's latest figures, sent with every heartbeat.
 struct NodeReport
 {
@@ -142,7 +151,9 @@ struct NodeReport
     double loss = 0;             ///< the last stage's recent loss (0 elsewhere)
     NodeActivity activity = NodeActivity::Unknown;
     int64_t samplesTotal = 0;
-    double busyFraction = 0; ///< share of wall time spent computing, 0..1
+    double busyFraction = 0;            ///< share of wall time spent computing, 0..1
+    AwayReason away = AwayReason::None; ///< with Paused: why
+    int64_t sleptSeconds = 0;           ///< its computer was suspended this long since the node started
     bool operator==(const NodeReport &) const = default;
 };
 

@@ -134,4 +134,34 @@ void markUnreachable(std::map<std::string, Assignment> &assignments, const std::
     }
 }
 
+void skipAway(std::map<std::string, Assignment> &assignments, const std::set<std::string> &away)
+{
+    std::set<int> halted;
+    for (const auto &id : away)
+        if (const Assignment *a = find(assignments, id); a && a->isTraining())
+            halted.insert(a->cluster);
+    if (halted.empty())
+        return;
+    for (auto &[id, a] : assignments) {
+        if (!a.isTraining())
+            continue;
+        const bool mineHalted = halted.count(a.cluster) > 0;
+        for (auto &r : a.rings) {
+            std::vector<PeerRef> kept;
+            uint32_t rank = 0;
+            for (auto &m : r.members) {
+                if (m.nodeId == id) {
+                    rank = uint32_t(kept.size());
+                    kept.push_back(std::move(m));
+                } else if (const Assignment *other = find(assignments, m.nodeId);
+                           !mineHalted && other && !halted.count(other->cluster)) {
+                    kept.push_back(std::move(m));
+                }
+            }
+            r.members = std::move(kept);
+            r.rank = rank;
+        }
+    }
+}
+
 } // namespace rookery::coord

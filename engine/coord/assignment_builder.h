@@ -26,4 +26,10 @@ std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> 
 /// names them and on their own assignments: each pair of peers then agrees on who dials.
 void markUnreachable(std::map<std::string, Assignment> &assignments, const std::set<std::string> &unreachable);
 
+/// Rings without the clusters that cannot train for now: a cluster with a member in
+/// `away` (lost inside the grace, or paused) is halted, so its members leave every
+/// ring, and each of them keeps a ring of itself alone, until it is back. The others
+/// average among themselves meanwhile rather than wait out a timeout each round.
+void skipAway(std::map<std::string, Assignment> &assignments, const std::set<std::string> &away);
+
 } // namespace rookery::coord

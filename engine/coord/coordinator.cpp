@@ -63,6 +63,10 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
         std::lock_guard lock(inboxMutex);
         republish = true;
     };
+    hooks.awayChanged = [this] {
+        std::lock_guard lock(inboxMutex);
+        republish = true;
+    };
     hooks.changed = [this] { ++statusVersion; };
     hooks.relay = [this](const std::string &dialer, const std::string &acceptor) {
         if (!relayServer)

@@ -39,9 +39,11 @@ struct CoordinatorSettings
     /// A link that has not registered this long after it opened is closed: an idle link
     /// holds buffers, and pongs alone would keep it open for ever.
     std::chrono::milliseconds registerTimeout{10'000};
-    /// A lost node keeps its assignment this long, so a quick restart resumes its stage;
-    /// then it is re-planned away.
-    std::chrono::milliseconds rejoinGrace{15'000};
+    /// A node that is away keeps its assignment this long, so a laptop that sleeps, Wi-Fi
+    /// that drops or a restart costs only the time away: lost (silent), or paused by its
+    /// governor (its heartbeats say so). Meanwhile the rings skip its cluster; then the
+    /// cluster is re-planned without it (a paused node is placed again when it resumes).
+    std::chrono::milliseconds rejoinGrace{300'000};
     /// The grace for nodes after the coordinator itself restarts: they come back at
     /// their reconnection back-off, which grows to 30 s.
     std::chrono::milliseconds restartGrace{60'000};

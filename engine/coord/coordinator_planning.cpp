@@ -124,6 +124,7 @@ void Coordinator::Impl::publishPlacements()
 {
     auto fresh = buildAssignments(plan.placements(), registry->addresses(), published);
     markUnreachable(fresh, registry->unreachable());
+    skipAway(fresh, registry->away());
     std::map<std::string, Assignment> changed;
     for (const auto &[id, a] : fresh)
         if (const auto it = published.find(id);

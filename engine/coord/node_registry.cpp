@@ -118,6 +118,7 @@ void NodeRegistry::restore(const StoredState &state, const std::vector<std::stri
         if (r->inPlanner && (stored == Presence::Online || stored == Presence::Lost)) {
             r->presence = Presence::Lost;
             r->graceUntil = now + grace;
+            r->lostWithCoordinator = true;     // it trains on with its peers meanwhile: not away
             if (!r->assignment.isTraining()) { // waiting nodes hold nothing worth keeping
                 m_hooks.leave(r->nodeId);
                 r->inPlanner = false;
@@ -201,6 +202,16 @@ std::set<std::string> NodeRegistry::unreachable() const
     std::set<std::string> out;
     for (const auto &[id, r] : m_nodes)
         if (r->reachability == Reachability::Unreachable)
+            out.insert(out.end(), id);
+    return out;
+}
+
+std::set<std::string> NodeRegistry::away() const
+{
+    std::lock_guard lock(m_mutex);
+    std::set<std::string> out;
+    for (const auto &[id, r] : m_nodes)
+        if (r->away())
             out.insert(out.end(), id);
     return out;
 }

@@ -47,7 +47,7 @@ struct RegistryConfig
     std::chrono::milliseconds heartbeatInterval{1000};
     std::chrono::milliseconds heartbeatTimeout{5000};
     std::chrono::milliseconds registerTimeout{10'000}; ///< an open link silent this long is closed
-    std::chrono::milliseconds rejoinGrace{15'000};
+    std::chrono::milliseconds rejoinGrace{300'000};    ///< as CoordinatorSettings::rejoinGrace
     std::chrono::hours certificateValidity{24 * 30};
     std::string runId;
     net::RunInfo run;
@@ -100,6 +100,9 @@ struct RegistryHooks
     std::function<void(const std::string &nodeId, const swarm::Capacity &capacity)> join;
     std::function<void(const std::string &nodeId)> leave;
     std::function<void()> addressesChanged;
+    /// A placed node went away (lost, paused) or came back: its cluster's ring partners
+    /// should skip it, or take it back.
+    std::function<void()> awayChanged;
     std::function<void()> changed; ///< anything the status API shows, besides metrics
     /// Check that peers can dial the node at `address` (each registration); the verdict
     /// comes back through setReachability().
@@ -146,6 +149,9 @@ public:
     std::map<std::string, std::string> addresses() const;
     /// The nodes the reachability check could not dial.
     std::set<std::string> unreachable() const;
+    /// Placed nodes that are away: lost (inside the grace) or paused by their governor.
+    /// Rings skip their clusters (skipAway).
+    std::set<std::string> away() const;
     /// Online nodes whose reachability check is under way.
     size_t checkingCount() const;
     /// The latest report of every online node that sent one since the last call.
@@ -164,6 +170,8 @@ private:
     void onRegister(const std::shared_ptr<net::Link> &link, const net::Register &r, Outbox &out);
     void onHeartbeat(const std::shared_ptr<net::Link> &link, const net::Heartbeat &h, Outbox &out);
     void onLeave(const std::shared_ptr<net::Link> &link, const net::Leave &l);
+    /// What a heartbeat's report changed: paused or resumed, asleep meanwhile. Under m_mutex.
+    void noteActivity(Record &record, const NodeReport &before, bool wasAway, Clock::time_point now);
     void onRelayRequest(const std::shared_ptr<net::Link> &link, const net::RelayRequest &r, Outbox &out);
     struct VolunteerRelay
     {

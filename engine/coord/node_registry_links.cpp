@@ -124,10 +124,15 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
     rec.lastSeen = Clock::now();
     rec.lastSeenMs = wallMs;
     const Presence was = rec.presence;
+    const bool wasAway = rec.away();
     rec.presence = Presence::Online;
+    rec.lostWithCoordinator = false;
+    if (wasAway && !rec.away() && m_hooks.awayChanged)
+        m_hooks.awayChanged();
     if (!rec.inPlanner) {
         rec.capacity = c.capacity; // a node keeps the capacity it was placed with
         rec.inPlanner = true;
+        rec.parked = false;
         m_hooks.join(nodeId, rec.capacity);
     } else if (moved) {
         m_hooks.addressesChanged();
@@ -166,8 +171,11 @@ void NodeRegistry::onHeartbeat(const std::shared_ptr<net::Link> &link, const net
     const auto now = Clock::now();
     rec.lastSeen = now;
     rec.lastSeenMs = nowMs();
+    const bool wasAway = rec.away();
+    const NodeReport before = rec.report;
     rec.report = fromWire(h.metrics);
     rec.reportFresh = true;
+    noteActivity(rec, before, wasAway, now);
     ++rec.heartbeats;
     ++m_counters.heartbeats;
     out.send(link, net::Message(net::HeartbeatAck{h.seq, rec.assignment.version}));
@@ -177,6 +185,33 @@ void NodeRegistry::onHeartbeat(const std::shared_ptr<net::Link> &link, const net
         rec.lastPush = now;
         out.send(link, std::make_shared<const Assignment>(rec.assignment));
     }
+}
+
+void NodeRegistry::noteActivity(Record &rec, const NodeReport &before, bool wasAway, Clock::time_point now)
+{
+    const std::string who = "node " + shortId(rec.nodeId) + " '" + rec.name + "'";
+    if (rec.report.sleptSeconds > before.sleptSeconds && before.activity != NodeActivity::Unknown)
+        log::info(kArea, who + "'s computer was asleep for " +
+                             std::to_string(rec.report.sleptSeconds - before.sleptSeconds) + " s");
+    if (rec.paused()) {
+        if (!rec.pausedSince) {
+            rec.pausedSince = now;
+            log::info(kArea, who + " paused (" + std::string(awayReasonName(rec.report.away)) + ")" +
+                                 (rec.away() ? "; its cluster's rings skip it meanwhile" : ""));
+        }
+    } else if (rec.pausedSince) {
+        rec.pausedSince.reset();
+        log::info(kArea, who + " resumed");
+        if (rec.parked) { // re-planned away while it was paused: place it again
+            rec.parked = false;
+            rec.inPlanner = true;
+            m_hooks.join(rec.nodeId, rec.capacity);
+        }
+    }
+    if (rec.away() != wasAway && m_hooks.awayChanged)
+        m_hooks.awayChanged();
+    if (rec.report.activity != before.activity || rec.report.away != before.away)
+        m_hooks.changed();
 }
 
 void NodeRegistry::onLeave(const std::shared_ptr<net::Link> &link, const net::Leave &l)

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -50,8 +51,22 @@ struct NodeRegistry::Record
     int64_t firstSeenMs = 0, lastSeenMs = 0;
     Assignment assignment;
     bool inPlanner = false;
+    /// Paused since then (its heartbeats say so); re-planned away once that lasts longer
+    /// than the grace, and placed again when it resumes (`parked`).
+    std::optional<Clock::time_point> pausedSince;
+    bool parked = false;
+    /// Lost only because this coordinator restarted (restore()), until it registers again.
+    bool lostWithCoordinator = false;
     NodeReport report;
     bool reportFresh = false;
+
+    bool paused() const { return presence == Presence::Online && report.activity == NodeActivity::Paused; }
+    /// Its cluster cannot train without it for now.
+    bool away() const
+    {
+        return inPlanner && assignment.isTraining() &&
+               ((presence == Presence::Lost && !lostWithCoordinator) || paused());
+    }
     uint64_t heartbeats = 0;
     uint16_t relayPort = 0;       ///< it runs a relay for others there (Register.relay_port)
     uint64_t relayPairsGiven = 0; ///< pairs sent to its relay, to spread them

@@ -11,9 +11,13 @@ using namespace registry_detail;
 
 void NodeRegistry::lose(Record &rec, Clock::time_point now, const std::string &why)
 {
+    const bool wasAway = rec.away();
     rec.presence = Presence::Lost;
+    rec.lostWithCoordinator = false;
     rec.graceUntil = now + m_config.rejoinGrace;
     rec.link.reset();
+    if (rec.away() != wasAway && m_hooks.awayChanged)
+        m_hooks.awayChanged();
     if (rec.inPlanner && !rec.assignment.isTraining()) { // it holds nothing: no reason to wait for it
         m_hooks.leave(rec.nodeId);
         rec.inPlanner = false;
@@ -51,6 +55,22 @@ void NodeRegistry::tick(Clock::time_point now)
                 const std::string why = "no heartbeat for " + millis(m_config.heartbeatTimeout);
                 out.close(link, why);
                 lose(rec, now, why);
+            } else if (rec.paused() && rec.pausedSince && now - *rec.pausedSince >= m_config.rejoinGrace &&
+                       rec.inPlanner && rec.assignment.isTraining()) {
+                // Its cluster has waited the grace: re-planned around it; placed again on resuming.
+                m_hooks.leave(id);
+                rec.inPlanner = false;
+                rec.parked = true;
+                rec.assignment = unplaced(rec.assignment.version + 1, AssignmentState::Waiting,
+                                          "waiting: paused for longer than the grace (" + millis(m_config.rejoinGrace) +
+                                              "); placed again when it resumes");
+                log::info(kArea, "node " + shortId(id) + " '" + rec.name + "' is still paused after " +
+                                     millis(m_config.rejoinGrace) + "; re-planning its cluster without it");
+                if (m_hooks.awayChanged)
+                    m_hooks.awayChanged();
+                m_hooks.changed();
+                persist(rec);
+                out.send(rec.link.lock(), std::make_shared<const Assignment>(rec.assignment));
             } else if (rec.presence == Presence::Lost && now >= rec.graceUntil) {
                 rec.presence = Presence::Gone;
                 if (rec.inPlanner)

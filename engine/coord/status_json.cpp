@@ -56,6 +56,10 @@ json nodeJson(const NodeStatus &n)
               {"upload_assumed", n.assumedBandwidth}};
     if (!n.reachabilityNote.empty())
         j["reachability_note"] = n.reachabilityNote;
+    if (n.report.away != AwayReason::None)
+        j["away"] = awayReasonName(n.report.away);
+    if (n.report.sleptSeconds > 0)
+        j["slept_seconds"] = n.report.sleptSeconds;
     if (n.state == AssignmentState::Training) {
         j["stage"] = n.stage;
         j["first_layer"] = n.firstLayer;

@@ -131,7 +131,9 @@ net::NodeMetrics toWire(const NodeReport &r)
             r.loss,
             net::NodeActivity(int(r.activity)),
             uint64_t(std::max<int64_t>(0, r.samplesTotal)),
-            r.busyFraction};
+            r.busyFraction,
+            net::AwayReason(int(r.away)),
+            uint64_t(std::max<int64_t>(0, r.sleptSeconds))};
 }
 
 NodeReport fromWire(const net::NodeMetrics &m)
@@ -140,7 +142,8 @@ NodeReport fromWire(const net::NodeMetrics &m)
         return int64_t(std::min<uint64_t>(v, uint64_t(std::numeric_limits<int64_t>::max())));
     };
     return {m.samplesPerSecond,         clampI(m.step),         m.loss,
-            NodeActivity(int(m.state)), clampI(m.samplesTotal), m.busyFraction};
+            NodeActivity(int(m.state)), clampI(m.samplesTotal), m.busyFraction,
+            AwayReason(int(m.away)),    clampI(m.sleptSeconds)};
 }
 
 } // namespace rookery::coord

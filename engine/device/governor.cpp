@@ -279,14 +279,15 @@ void Governor::evaluateLocked(SteadyTime now)
     s.pausedByUser = m_paused;
     s.snoozedUntilMs =
         m_snoozeUntil ? duration_cast<milliseconds>(m_snoozeUntilWall.time_since_epoch()).count() : int64_t(0);
-    const std::string hold = m_closed ? std::string() : holdReasonLocked();
+    auto [hold, holdText] = m_closed ? std::pair<HoldReason, std::string>() : holdReasonLocked();
+    s.hold = hold;
     if (m_closed) {
         s.state = GovernorState::Stopped;
         s.reason = m_closedReason;
-    } else if (!hold.empty()) {
+    } else if (hold != HoldReason::None) {
         m_heldSinceCharge = true;
         s.state = GovernorState::Paused;
-        s.reason = hold;
+        s.reason = std::move(holdText);
     } else {
         std::string parts;
         const auto add = [&parts](const std::string &part) { parts += (parts.empty() ? "" : ", ") + part; };
@@ -314,29 +315,34 @@ void Governor::pollSourcesLocked(SteadyTime now)
     m_nextPoll = now + m_env.pollInterval;
 }
 
-// The first rule that holds work, in order of precedence, or empty when none does.
-std::string Governor::holdReasonLocked()
+// The first rule that holds work, in order of precedence, and its words; None when
+// none does.
+std::pair<HoldReason, std::string> Governor::holdReasonLocked()
 {
     if (m_paused)
-        return "paused: by the user";
+        return {HoldReason::PausedByUser, "paused: by the user"};
     if (m_snoozeUntil)
-        return "paused: snoozed until " + m_env.clock->timeOfDay(m_snoozeUntilWall);
+        return {HoldReason::Snoozed, "paused: snoozed until " + m_env.clock->timeOfDay(m_snoozeUntilWall)};
     if (m_batteryHold) {
         if (m_power.onBattery)
-            return "paused: on battery" +
-                   (m_power.batteryPercent ? " (" + std::to_string(*m_power.batteryPercent) + "%)" : std::string());
-        return "paused: on AC power again, resuming after " + std::to_string(m_settings.batteryResumeSeconds) +
-               " s without a break";
+            return {HoldReason::OnBattery,
+                    "paused: on battery" + (m_power.batteryPercent
+                                                ? " (" + std::to_string(*m_power.batteryPercent) + "%)"
+                                                : std::string())};
+        return {HoldReason::OnBattery, "paused: on AC power again, resuming after " +
+                                           std::to_string(m_settings.batteryResumeSeconds) + " s without a break"};
     }
     const WeekTime week = m_env.clock->weekTimeOf(m_env.clock->wallNow());
     if (!m_schedule.allows(week)) {
         const auto next = m_schedule.nextChange(week);
-        return "paused: outside the schedule" + (next ? " (next window " + next->describe() + ")" : std::string());
+        return {HoldReason::OutsideSchedule,
+                "paused: outside the schedule" + (next ? " (next window " + next->describe() + ")" : std::string())};
     }
     const bool userIdle = m_idleTime && *m_idleTime >= minutes(m_settings.idleMinutes);
     if (m_settings.runOnlyWhenIdle && !userIdle)
-        return m_env.idle ? "paused: user active (run only when idle)"
-                          : "paused: user counts as active, no idle source (run only when idle)";
+        return {HoldReason::WaitingForIdle, m_env.idle
+                                                ? "paused: user active (run only when idle)"
+                                                : "paused: user counts as active, no idle source (run only when idle)"};
     return {};
 }
 

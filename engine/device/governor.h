@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "engine/common/token_bucket.h"
 #include "engine/device/clock.h"
@@ -42,6 +43,10 @@ GovernorEnvironment systemEnvironment();
 enum class GovernorState { Running, Throttled, Paused, Stopped };
 std::string_view stateName(GovernorState state); ///< "running", "throttled", "paused", "stopped"
 
+/// Which rule holds the work while the state is Paused (the first that applies, in
+/// this order); None otherwise.
+enum class HoldReason { None, PausedByUser, Snoozed, OnBattery, OutsideSchedule, WaitingForIdle };
+
 /// The limits in force right now.
 struct EffectiveLimits
 {
@@ -57,6 +62,7 @@ struct EffectiveLimits
 struct GovernorStatus
 {
     GovernorState state = GovernorState::Running;
+    HoldReason hold = HoldReason::None;
     std::string reason;
     EffectiveLimits limits;
     bool userIdle = false;
@@ -146,7 +152,7 @@ private:
     Admission admitLocked();
     void evaluateLocked(SteadyTime now);
     void pollSourcesLocked(SteadyTime now);
-    std::string holdReasonLocked();
+    std::pair<HoldReason, std::string> holdReasonLocked();
     void applyLimitsLocked(const EffectiveLimits &limits);
     void chargeLedgerLocked(SteadyTime now);
     double resumeLevelLocked() const;

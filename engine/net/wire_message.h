@@ -224,6 +224,14 @@ struct RegisterReply
 };
 
 enum class NodeActivity : uint8_t { Unknown = 0, Waiting = 1, Loading = 2, Training = 3, Paused = 4, Failed = 5 };
+enum class AwayReason : uint8_t {
+    None = 0,
+    PausedByUser = 1,
+    Snoozed = 2,
+    OnBattery = 3,
+    OutsideSchedule = 4,
+    WaitingForIdle = 5
+};
 
 struct NodeMetrics
 {
@@ -233,6 +241,8 @@ struct NodeMetrics
     NodeActivity state = NodeActivity::Unknown;
     uint64_t samplesTotal = 0;
     double busyFraction = 0;
+    AwayReason away = AwayReason::None;
+    uint64_t sleptSeconds = 0;
     bool operator==(const NodeMetrics &) const = default;
 };
 

@@ -57,7 +57,9 @@ RunInfo fromWire(const wire::RunConfig &w)
 NodeMetrics fromWire(const wire::NodeMetrics &w)
 {
     const int state = w.state() >= 0 && w.state() <= 5 ? int(w.state()) : 0; // a newer node's state: unknown
-    return {w.samples_per_second(), w.step(), w.loss(), NodeActivity(state), w.samples_total(), w.busy_fraction()};
+    const int away = w.away() >= 0 && w.away() <= 5 ? int(w.away()) : 0;     // a newer node's reason: none given
+    return {w.samples_per_second(), w.step(),          w.loss(),         NodeActivity(state),
+            w.samples_total(),      w.busy_fraction(), AwayReason(away), w.slept_seconds()};
 }
 
 bool validRole(int r) { return r == wire::ROLE_NODE || r == wire::ROLE_COORDINATOR; }

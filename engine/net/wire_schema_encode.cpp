@@ -199,6 +199,8 @@ struct ToEnvelope
         x->set_state(wire::NodeActivity(int(m.metrics.state)));
         x->set_samples_total(m.metrics.samplesTotal);
         x->set_busy_fraction(m.metrics.busyFraction);
+        x->set_away(wire::AwayReason(int(m.metrics.away)));
+        x->set_slept_seconds(m.metrics.sleptSeconds);
     }
     void operator()(const HeartbeatAck &m)
     {

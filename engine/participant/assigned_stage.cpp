@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include "engine/common/error.h"
@@ -39,11 +41,21 @@ std::vector<std::string> parameterNames(const model::ModelSpec &spec, size_t fir
 struct Ring
 {
     coord::RingRef ref;
-    std::string next, previous;
-    std::unique_ptr<NetRingLinks> links; // none for a ring of one
+    std::string next, previous;          // empty for a ring of one
+    std::unique_ptr<NetRingLinks> links; // made for every ring: one may grow (a cluster comes back)
     swarm::OuterOptimizer outer;         // the step after each round (plain averaging unless the run says)
 
     swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.members.size())}; }
+    bool alone() const { return ref.members.size() < 2; }
+    void follow(const coord::RingRef &r)
+    {
+        ref = r;
+        const size_t n = r.members.size();
+        next = n >= 2 ? r.members[(r.rank + 1) % n].nodeId : std::string();
+        previous = n >= 2 ? r.members[(r.rank + n - 1) % n].nodeId : std::string();
+        if (links)
+            links->setNeighbours(next, previous);
+    }
 };
 
 } // namespace
@@ -90,6 +102,13 @@ struct AssignedStage::Impl
     std::atomic<bool> averagingDone{false};
     std::vector<RingChange> averagingChanges; // the averaging thread's until averagingDone
 
+    // New ring members from the control thread (updateRings), taken by the stage thread
+    // between rounds (takeRingChanges). Guards them and each ring's `ref`.
+    std::mutex ringsMutex;
+    std::optional<std::vector<coord::RingRef>> pendingRings;
+    std::set<uint64_t> cancelledRings; // their links were cancelled for a change: reset when taken
+    bool closing = false;              // the destructor cancelled everything: nothing is reset
+
     mutable std::mutex mutex; // guards the fields below
     Phase phase = Phase::Waiting;
     int failures = 0; // runs that ended in failure
@@ -121,6 +140,7 @@ struct AssignedStage::Impl
     void startAveraging(int64_t round);
     void collectAveraging(bool wait); // adds a finished round's change; `wait`: for one in flight
     void applyChanges(const std::vector<RingChange> &changes);
+    void takeRingChanges();
     void publishSnapshot(int64_t version) { relay->publish(runtime->parameters(), uint64_t(version)); }
     void stageMain();
     void settle(const train::StageRunResult &result);
@@ -135,14 +155,10 @@ void AssignedStage::Impl::buildLinks()
     relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
     router = std::make_unique<StageRouter>(*transport, *relay);
     for (const auto &r : as.rings) {
-        Ring ring{r, {}, {}, {}, swarm::OuterOptimizer({config.run.outerLearningRate, config.run.outerMomentum})};
-        const size_t n = r.members.size();
-        if (n >= 2) {
-            ring.next = r.members[(r.rank + 1) % n].nodeId;
-            ring.previous = r.members[(r.rank + n - 1) % n].nodeId;
-            ring.links = std::make_unique<NetRingLinks>(mesh, r.ringId, ring.next, ring.previous);
-            router->addRing(r.ringId, *ring.links);
-        }
+        Ring ring{{}, {}, {}, {}, swarm::OuterOptimizer({config.run.outerLearningRate, config.run.outerMomentum})};
+        ring.follow(r);
+        ring.links = std::make_unique<NetRingLinks>(mesh, r.ringId, ring.next, ring.previous);
+        router->addRing(r.ringId, *ring.links);
         rings.push_back(std::move(ring));
     }
     if (root()) {
@@ -264,8 +280,7 @@ void AssignedStage::Impl::noteProgress(int64_t version, bool force)
         progress.bytesSent = mesh.totals().bytesSent;
         progress.ringBytesSent = 0;
         for (const auto &r : rings)
-            if (r.links)
-                progress.ringBytesSent += r.links->bytesSent();
+            progress.ringBytesSent += r.links->bytesSent();
         if (const double loss = runtime->lastLoss(); loss > 0)
             progress.loss = loss;
         progress.staleness = runtime->meanStaleness();
@@ -281,7 +296,7 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
 {
     std::vector<RingChange> changes;
     for (auto &ring : rings) {
-        if (!ring.links)
+        if (ring.alone())
             continue;
         if (!mesh.isUp(ring.next) || !mesh.isUp(ring.previous)) {
             std::lock_guard lock(mutex);
@@ -338,7 +353,7 @@ void AssignedStage::Impl::averageRings(int64_t round)
 
 void AssignedStage::Impl::startAveraging(int64_t round)
 {
-    if (std::none_of(rings.begin(), rings.end(), [](const Ring &r) { return bool(r.links); }))
+    if (std::all_of(rings.begin(), rings.end(), [](const Ring &r) { return r.alone(); }))
         return;
     averagingDone = false;
     averagingThread = std::thread([this, snapshot = runtime->parameters(), round]() mutable {
@@ -359,9 +374,34 @@ void AssignedStage::Impl::collectAveraging(bool wait)
     applyChanges(std::exchange(averagingChanges, {}));
 }
 
+void AssignedStage::Impl::takeRingChanges()
+{
+    {
+        std::lock_guard lock(ringsMutex);
+        if (!pendingRings)
+            return;
+    }
+    collectAveraging(true); // a round in flight used the old members (cancelled where they changed)
+    std::lock_guard lock(ringsMutex);
+    if (closing)
+        return;
+    const auto fresh = std::exchange(pendingRings, std::nullopt);
+    for (auto &ring : rings) {
+        for (const auto &r : *fresh)
+            if (r.ringId == ring.ref.ringId && !(r == ring.ref)) {
+                ring.follow(r);
+                ring.outer.reset(); // other members: the next round starts from their average
+            }
+        // Also when the members came back before the change was taken: the cancel stands.
+        if (cancelledRings.erase(ring.ref.ringId))
+            ring.links->reset();
+    }
+}
+
 void AssignedStage::Impl::onUpdate(int64_t version)
 {
     const auto &run = config.run;
+    takeRingChanges();
     collectAveraging(false); // a round that finished meanwhile
     if (run.averagingInterval > 0 && version % run.averagingInterval == 0) {
         if (run.overlapAveraging) {
@@ -383,6 +423,7 @@ void AssignedStage::Impl::finish()
 {
     const auto &run = config.run;
     // One last averaging round, so that every cluster ends with the same weights.
+    takeRingChanges();
     if (run.averagingInterval > 0)
         averageRings(run.totalSteps / run.averagingInterval + 1);
     publishSnapshot(finalMarker());
@@ -463,9 +504,12 @@ AssignedStage::~AssignedStage()
     if (d->evaluation)
         d->evaluation->close(); // an evaluation waiting on the other stages stops within one try (5 s)
     d->transport->abort({train::StopKind::Cancelled, d->a().stage, "this node's assignment changed or it stops"});
+    {
+        std::lock_guard lock(d->ringsMutex);
+        d->closing = true;
+    }
     for (auto &r : d->rings)
-        if (r.links)
-            r.links->cancel();
+        r.links->cancel();
     // The stage thread may still start an evaluation: join it first.
     if (d->stageThread.joinable())
         d->stageThread.join();
@@ -506,6 +550,20 @@ void AssignedStage::poke()
     d->transport->beginRun();
     d->running = true;
     d->stageThread = std::thread([this] { d->stageMain(); });
+}
+
+void AssignedStage::updateRings(const std::vector<coord::RingRef> &rings)
+{
+    std::lock_guard lock(d->ringsMutex);
+    d->pendingRings = rings;
+    // A round waiting on a member that left ends now rather than at its timeout; the
+    // stage thread resets the links when it takes the change.
+    for (auto &ring : d->rings)
+        for (const auto &r : rings)
+            if (r.ringId == ring.ref.ringId && r.members != ring.ref.members) {
+                ring.links->cancel();
+                d->cancelledRings.insert(r.ringId);
+            }
 }
 
 int AssignedStage::failureCount() const

@@ -111,6 +111,9 @@ public:
 
     /// Starts a run if none is going and the neighbours are up.
     void poke();
+    /// The same placement with other ring members (a cluster left the rings while it is
+    /// away, or came back): taken between averaging rounds, without stopping the stage.
+    void updateRings(const std::vector<coord::RingRef> &rings);
     /// Where the stage stands. Finished is final; Failed lasts until poke() starts
     /// another run.
     Phase phase() const;

@@ -24,16 +24,16 @@ NetRingLinks::NetRingLinks(PeerMesh &mesh, uint64_t ringId, std::string next, st
 
 void NetRingLinks::deliver(const std::string &peer, net::RingChunk &&chunk)
 {
-    if (peer != m_previous || chunk.ringId != m_ringId)
-        return;
     const auto &t = chunk.tensor;
-    if (t.dtype != DType::Float32 || t.bytes % sizeof(float) != 0)
+    if (peer.empty() || chunk.ringId != m_ringId || t.dtype != DType::Float32 || t.bytes % sizeof(float) != 0)
         return;
     swarm::RingChunk c{chunk.round, int(chunk.step), int(chunk.chunkIndex),
                        std::vector<float>(t.bytes / sizeof(float))};
     if (t.bytes)
         std::memcpy(c.values.data(), t.data, t.bytes);
     std::lock_guard lock(m_mutex);
+    if (peer != m_previous) // not our previous member (any more)
+        return;
     if (m_queue.size() >= kMaxQueued)
         m_queue.pop_front();
     m_queue.push_back(std::move(c));
@@ -53,8 +53,23 @@ void NetRingLinks::reset()
     m_cancelled = false;
 }
 
+void NetRingLinks::setNeighbours(std::string next, std::string previous)
+{
+    std::lock_guard lock(m_mutex);
+    m_next = std::move(next);
+    m_previous = std::move(previous);
+    m_queue.clear();
+}
+
 void NetRingLinks::sendNext(swarm::RingChunk chunk)
 {
+    std::string next;
+    {
+        std::lock_guard lock(m_mutex);
+        next = m_next;
+    }
+    if (next.empty())
+        return;
     std::vector<uint8_t> bytes(chunk.values.size() * sizeof(float));
     if (!bytes.empty())
         std::memcpy(bytes.data(), chunk.values.data(), bytes.size());
@@ -66,7 +81,7 @@ void NetRingLinks::sendNext(swarm::RingChunk chunk)
     // placed comes up within moments; a link still down after that makes the receiving
     // side time out, which abandons the round on every member.
     for (int attempt = 0; attempt < 1000; ++attempt) {
-        const auto r = m_mesh.send(m_next, m);
+        const auto r = m_mesh.send(next, m);
         if (r == net::SendResult::Queued)
             m_bytesSent += valueBytes;
         if (r == net::SendResult::Queued || r == net::SendResult::TooLarge)

@@ -19,7 +19,8 @@ class PeerMesh;
 /// queued until the all-reduce asks for them.
 ///
 /// Thread safety: the averaging thread calls sendNext() and receivePrevious(); the
-/// network thread calls deliver(); cancel() from anywhere.
+/// network thread calls deliver(); cancel() from anywhere; reset() and setNeighbours()
+/// while no round is under way.
 class NetRingLinks final : public swarm::RingLinks
 {
 public:
@@ -29,6 +30,9 @@ public:
     /// Wakes a waiting receivePrevious() with nothing, now and until reset().
     void cancel();
     void reset();
+    /// Other ring members on either side (the ring lost or regained a cluster); chunks
+    /// queued from the old previous member are dropped. Empty: a ring of one.
+    void setNeighbours(std::string next, std::string previous);
 
     void sendNext(swarm::RingChunk chunk) override;
     std::optional<swarm::RingChunk> receivePrevious(std::chrono::steady_clock::time_point deadline) override;
@@ -40,9 +44,9 @@ public:
 private:
     PeerMesh &m_mesh;
     const uint64_t m_ringId;
-    const std::string m_next;
-    const std::string m_previous;
-    std::mutex m_mutex;
+    std::mutex m_mutex; // guards the fields below
+    std::string m_next;
+    std::string m_previous;
     std::condition_variable m_arrived;
     std::deque<swarm::RingChunk> m_queue;
     bool m_cancelled = false;

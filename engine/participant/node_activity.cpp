@@ -18,4 +18,23 @@ coord::NodeActivity nodeActivity(AssignedStage::Phase phase, device::GovernorSta
     }
 }
 
+coord::AwayReason awayReason(device::HoldReason hold)
+{
+    switch (hold) {
+    case device::HoldReason::None:
+        return coord::AwayReason::None;
+    case device::HoldReason::PausedByUser:
+        return coord::AwayReason::PausedByUser;
+    case device::HoldReason::Snoozed:
+        return coord::AwayReason::Snoozed;
+    case device::HoldReason::OnBattery:
+        return coord::AwayReason::OnBattery;
+    case device::HoldReason::OutsideSchedule:
+        return coord::AwayReason::OutsideSchedule;
+    case device::HoldReason::WaitingForIdle:
+        return coord::AwayReason::WaitingForIdle;
+    }
+    return coord::AwayReason::None;
+}
+
 } // namespace rookery::participant

@@ -12,4 +12,7 @@ namespace rookery::participant {
 /// outside its schedule, or its user is at the keyboard), else what its stage does.
 coord::NodeActivity nodeActivity(AssignedStage::Phase phase, device::GovernorState governor);
 
+/// Why, when paused: the governor's rule that holds the work.
+coord::AwayReason awayReason(device::HoldReason hold);
+
 } // namespace rookery::participant

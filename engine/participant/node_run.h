@@ -106,7 +106,10 @@ private:
     std::string gaveUpJoining();             // why, once joining cannot succeed; else "".
     bool follow(const coord::Assignment &a); // false: the coordinator stopped this node
     void startStage(const coord::Assignment &a);
-    bool tend(AssignedStage &stage);           // false: time to leave
+    bool tend(AssignedStage &stage); // false: time to leave
+    /// Heartbeats carry this from now on, with whether the governor holds the work, why,
+    /// and how long the computer has slept.
+    void sendReport(coord::NodeReport report, AssignedStage::Phase phase);
     bool readyToLeave(const StageProgress &p); // the stage finished: true when the node may go now
     SwarmNodeSummary leave();
 
@@ -124,7 +127,8 @@ private:
     std::optional<coord::Assignment> m_current;
     SwarmNodeSummary m_summary;
     std::chrono::steady_clock::time_point m_lastWaitNote;
-    device::SuspendDetector m_suspend; ///< notices that the computer slept
+    device::SuspendDetector m_suspend;    ///< notices that the computer slept
+    std::chrono::milliseconds m_slept{0}; ///< asleep this long in all since the node started
     std::optional<std::chrono::steady_clock::time_point> m_finishedAt;
 };
 

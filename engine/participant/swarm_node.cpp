@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/swarm_node.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 #include <vector>
@@ -34,6 +35,17 @@ std::vector<PeerAddress> peersOf(const coord::Assignment &a)
     return peers;
 }
 
+// "2 rings, averaging with 3 other clusters" or "averaging alone for now".
+std::string ringSummary(const coord::Assignment &a)
+{
+    size_t others = 0;
+    for (const auto &r : a.rings)
+        others = std::max(others, r.members.size() - std::min<size_t>(1, r.members.size()));
+    if (others == 0)
+        return "averaging with no other cluster for now";
+    return "averaging with " + std::to_string(others) + (others == 1 ? " other cluster" : " other clusters");
+}
+
 } // namespace
 
 void NodeRun::followAssignments()
@@ -52,8 +64,12 @@ void NodeRun::followAssignments()
         }
         if (incoming && !follow(*incoming))
             return;
-        if (auto stage = m_node.stage.current(); stage && !tend(*stage))
-            return;
+        if (auto stage = m_node.stage.current()) {
+            if (!tend(*stage))
+                return;
+        } else { // placed nowhere: still say whether it is paused, so it is placed once it is not
+            sendReport({}, AssignedStage::Phase::Waiting);
+        }
     }
 }
 
@@ -67,6 +83,7 @@ bool NodeRun::follow(const coord::Assignment &a)
             return true;
     }
     const bool placementChanged = !m_current || !m_current->samePlacement(a);
+    const bool ringsOnly = placementChanged && m_current && m_current->sameExceptRings(a);
     const bool dialsChanged = m_current && !m_current->sameReachability(a);
     m_current = a;
     m_node.updateJoin([&a](JoinState &j) {
@@ -85,6 +102,11 @@ bool NodeRun::follow(const coord::Assignment &a)
     if (a.state == coord::AssignmentState::Waiting) {
         m_node.stage.replace(nullptr);
         m_node.say(a.reason.rfind("waiting", 0) == 0 ? a.reason : "waiting: " + a.reason);
+    } else if (auto stage = m_node.stage.current(); ringsOnly && stage) {
+        // The same stage; a cluster left the rings for now, or came back.
+        m_mesh->setPeers(peersOf(a), a.unreachable);
+        stage->updateRings(a.rings);
+        m_node.say("rings changed: " + ringSummary(a));
     } else if (placementChanged || !m_node.stage.current()) {
         startStage(a);
     } else if (dialsChanged) { // the same stage; who dials whom changed
@@ -128,14 +150,10 @@ bool NodeRun::tend(AssignedStage &stage)
     report.samplesPerSecond = p.samplesPerSecond;
     report.step = p.step;
     report.loss = p.loss;
-    report.activity = nodeActivity(stage.phase(), m_node.governor->status().state);
     report.samplesTotal = p.samplesTotal;
     report.busyFraction = p.busyFraction;
-    m_client->report(report);
+    sendReport(report, stage.phase());
     m_summary.step = p.step;
-    if (const auto slept = m_suspend.poll()) // its links and the coordinator's will have timed out meanwhile
-        m_node.say("this computer was asleep for " + std::to_string(slept->count() / 1000) +
-                   " s; links that timed out meanwhile are being made again");
     device::Governor &governor = *m_node.governor;
     if (governor.status().state == device::GovernorState::Stopped) {
         m_summary.reason = governor.status().reason;
@@ -156,6 +174,20 @@ bool NodeRun::tend(AssignedStage &stage)
     default:
         return true;
     }
+}
+
+void NodeRun::sendReport(coord::NodeReport report, AssignedStage::Phase phase)
+{
+    const device::GovernorStatus governed = m_node.governor->status();
+    report.activity = nodeActivity(phase, governed.state);
+    report.away = report.activity == coord::NodeActivity::Paused ? awayReason(governed.hold) : coord::AwayReason::None;
+    if (const auto slept = m_suspend.poll()) { // its links and the coordinator's will have timed out meanwhile
+        m_slept += *slept;
+        m_node.say("this computer was asleep for " + std::to_string(slept->count() / 1000) +
+                   " s; links that timed out meanwhile are being made again");
+    }
+    report.sleptSeconds = std::chrono::duration_cast<std::chrono::seconds>(m_slept).count();
+    m_client->report(report);
 }
 
 bool NodeRun::readyToLeave(const StageProgress &p)

@@ -5,6 +5,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -142,6 +143,12 @@ struct TestNode
     {
         std::lock_guard lock(mutex);
         return updates.size();
+    }
+    /// The assignments pushed after the first `count`.
+    std::vector<coord::Assignment> updatesSince(size_t count) const
+    {
+        std::lock_guard lock(mutex);
+        return {updates.begin() + std::ptrdiff_t(std::min(count, updates.size())), updates.end()};
     }
     std::string lastError() const
     {

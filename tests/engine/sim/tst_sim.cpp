@@ -132,6 +132,7 @@ private Q_SLOTS:
         Population p = steady(8);
         p.volunteers[5].sessions = {{0, 100}}; // silent from 100 s on
         SimConfig c = config(0.1, 2);
+        c.rejoinGraceSeconds = 15; // the coordinator's default is minutes, longer than this run
         Simulator sim(p, c);
         const SimResult r = sim.run();
         // The first plan at 3 s; the leave when timeout (5 s) and grace (15 s) have passed.
