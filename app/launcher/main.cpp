@@ -29,6 +29,7 @@ int main(int argc, char **argv)
     int64_t steps = 600, interval = 10, microbatch = 64, seed = 1;
     double lr = 0.05;
     int cores = 1;
+    int cpuPercent = 100;
     bool fresh = false, quiet = false, throughRelay = false, overlap = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
@@ -49,6 +50,8 @@ int main(int argc, char **argv)
     cli::addWholeNumber(p, "--microbatch", microbatch, 1, 4096, "N", "samples per microbatch");
     cli::addWholeNumber(p, "--seed", seed, 0, INT64_MAX, "N", "random seed of the run");
     cli::addWholeNumber(p, "--cores-per-node", cores, 1, 256, "N", "cores each node may use");
+    cli::addWholeNumber(p, "--cpu-percent", cpuPercent, 1, 100, "PCT",
+                        "share of those cores each node may keep busy (its governor's CPU cap)");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
     p.add_flag("--overlap-averaging", overlap,
@@ -82,7 +85,7 @@ int main(int argc, char **argv)
                          std::to_string(microbatch),
                          "--seed",
                          std::to_string(seed)};
-    s.nodeArgs = {"--max-cores", std::to_string(cores)};
+    s.nodeArgs = {"--max-cores", std::to_string(cores), "--cpu-percent", std::to_string(cpuPercent)};
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
     if (throughRelay) { // port 1 on loopback: nothing listens, the coordinator's check fails at once

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// rookery-local-swarm for the length of a test: a coordinator and N node processes on
+// loopback, their merged output, and the final accuracies they print.
+#pragma once
+
+#include <QProcess>
+#include <QRegularExpression>
+#include <QtTest>
+
+#include <functional>
+#include <vector>
+
+#include "tests/support/test_support.h"
+
+namespace rookery::test {
+
+// The steps every cluster trains; the unsplit model needs about 1,500 of 64 samples for
+// 85%, two clusters averaging every 10 steps need fewer each.
+inline const QString kSteps = QStringLiteral("1200");
+
+// `quiet`: without the nodes' progress lines (the churn test reads them).
+inline QStringList swarmArgs(const QString &workDir, bool quiet = true)
+{
+    QStringList args{QStringLiteral("--nodes"),
+                     QStringLiteral("4"),
+                     QStringLiteral("--cluster-size"),
+                     QStringLiteral("2"),
+                     QStringLiteral("--steps"),
+                     kSteps,
+                     QStringLiteral("--averaging-interval"),
+                     QStringLiteral("10"),
+                     QStringLiteral("--work-dir"),
+                     workDir,
+                     QStringLiteral("--dataset-dir"),
+                     QString::fromStdString(test::fashionMnistDir().string())};
+    if (quiet)
+        args << QStringLiteral("--quiet");
+    return args;
+}
+
+struct SwarmRun
+{
+    explicit SwarmRun(QString logName)
+        : log(std::move(logName))
+    { }
+    // The whole output stays in the test's directory, to read after a failure.
+    ~SwarmRun()
+    {
+        // A test that gave up leaves the launcher running: SIGTERM lets it stop its
+        // coordinator and nodes (a SIGKILL would orphan them).
+        if (process.state() != QProcess::NotRunning) {
+            process.terminate();
+            if (!process.waitForFinished(30'000))
+                process.kill();
+            read();
+        }
+        QFile f(log);
+        if (f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+            f.write(output.toUtf8());
+    }
+    QString log;
+    QProcess process;
+    QString output;
+    void read() { output += QString::fromUtf8(process.readAllStandardOutput()); }
+    bool start(const QString &workDir, bool quiet, const QStringList &extra = {})
+    {
+        process.setProcessChannelMode(QProcess::MergedChannels);
+        process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(workDir, quiet) + extra);
+        return process.waitForStarted();
+    }
+    bool waitFor(const std::function<bool()> &condition, std::chrono::milliseconds timeout)
+    {
+        return test::waitFor(
+            [&] {
+                process.waitForReadyRead(50);
+                read();
+                return condition();
+            },
+            timeout);
+    }
+    std::vector<double> finalAccuracies() const
+    {
+        std::vector<double> out;
+        static const QRegularExpression re(QStringLiteral("final test accuracy, cluster \\d+: ([0-9.]+)%"));
+        auto it = re.globalMatch(output);
+        while (it.hasNext())
+            out.push_back(it.next().captured(1).toDouble() / 100.0);
+        return out;
+    }
+};
+
+} // namespace rookery::test

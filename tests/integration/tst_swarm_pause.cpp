@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// A volunteer pauses for 60 s in a 2x2 swarm on loopback (rookery-local-swarm, each node
+// capped at 8% CPU; the pause through the node's control API, as the desktop's Pause
+// button does it). Its heartbeats say so, the
+// coordinator takes its cluster out of the rings, and the other cluster trains on
+// without abandoning a single averaging round for it; the paused cluster stands still and
+// then goes on from the step where it stopped, without rebuilding its stages; the run
+// completes with both clusters at 85% or more.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+#include <optional>
+
+#include "engine/control/control_client.h"
+#include "engine/control/control_files.h"
+#include "engine/control/snapshot_json.h"
+#include "tests/integration/swarm_run.h"
+#include "tests/support/test_support.h"
+
+using namespace rookery;
+using namespace std::chrono_literals;
+using test::SwarmRun;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::optional<host::EngineSnapshot> statusOf(const std::filesystem::path &nodeDir)
+{
+    try {
+        const auto e = control::readControlEndpoint(nodeDir);
+        control::ControlClient client("127.0.0.1", e.port, e.token);
+        const auto reply = client.request("GET", "/v1/status");
+        if (reply.status != 200)
+            return std::nullopt;
+        return control::snapshotFromJson(reply.body);
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+}
+
+// Reads the swarm's output until `until`.
+void runUntil(SwarmRun &run, Clock::time_point until)
+{
+    run.waitFor([&] { return Clock::now() >= until; }, 120s);
+}
+
+int post(const std::filesystem::path &nodeDir, const std::string &path)
+{
+    const auto e = control::readControlEndpoint(nodeDir);
+    control::ControlClient client("127.0.0.1", e.port, e.token);
+    return client.request("POST", path).status;
+}
+
+} // namespace
+
+class TestSwarmPause : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void aPausedVolunteerHaltsOnlyItsOwnCluster()
+    {
+        QTemporaryDir dir;
+        const std::filesystem::path work = dir.path().toStdString();
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        // Each node capped at 8% of a core: the four together need well under the machine's
+        // two, so the paused cluster's share going idle does not speed the other one up,
+        // and 1,600 steps last long enough for the other cluster to train through the
+        // whole pause (about 1,000 steps of it).
+        QVERIFY(run.start(
+            dir.path(), false,
+            {QStringLiteral("--steps"), QStringLiteral("1600"), QStringLiteral("--cpu-percent"), QStringLiteral("8")}));
+
+        std::map<int, host::EngineSnapshot> nodes; // by node number, 1..4
+        const auto readAll = [&] {
+            for (int i = 1; i <= 4; ++i)
+                if (auto s = statusOf(work / ("node-" + std::to_string(i))))
+                    nodes[i] = *s;
+                else
+                    return false;
+            return true;
+        };
+        QVERIFY2(run.waitFor(
+                     [&] {
+                         if (!readAll())
+                             return false;
+                         for (const auto &[i, s] : nodes)
+                             if (s.assignment.cluster < 0 || s.training.step < 150)
+                                 return false;
+                         return true;
+                     },
+                     4min),
+                 qPrintable(run.output.right(3000)));
+
+        const int pausedNode = 1;
+        const int pausedCluster = nodes[pausedNode].assignment.cluster;
+        std::vector<int> mine, others;
+        int otherRoot = 0;
+        for (const auto &[i, s] : nodes) {
+            (s.assignment.cluster == pausedCluster ? mine : others).push_back(i);
+            if (s.assignment.cluster != pausedCluster && s.assignment.stage == 0)
+                otherRoot = i;
+        }
+        QCOMPARE(mine.size(), size_t(2));
+        QCOMPARE(others.size(), size_t(2));
+        QVERIFY(otherRoot != 0);
+        const auto stepOf = [&](int node) {
+            const auto s = statusOf(work / ("node-" + std::to_string(node)));
+            return s ? s->training.step : int64_t(-1);
+        };
+        const auto skippedBy = [&](const std::vector<int> &which) {
+            int64_t n = 0;
+            for (int i : which)
+                if (const auto s = statusOf(work / ("node-" + std::to_string(i))))
+                    n += s->training.ringSkipped;
+            return n;
+        };
+
+        // The other cluster's speed before, while both clusters share this machine.
+        const auto t0 = Clock::now();
+        const int64_t s0 = stepOf(otherRoot);
+        runUntil(run, Clock::now() + 8s);
+        const double rateBefore =
+            double(stepOf(otherRoot) - s0) / std::chrono::duration<double>(Clock::now() - t0).count();
+
+        const qsizetype pausedAt = run.output.size();
+        QCOMPARE(post(work / "node-1", "/v1/pause"), 200);
+        const auto tp = Clock::now();
+        // Its heartbeats say "paused"; the coordinator takes its cluster out of the rings
+        // and every node of the swarm takes the new rings without stopping its stage.
+        QVERIFY2(run.waitFor(
+                     [&] {
+                         for (int i = 1; i <= 4; ++i)
+                             if (run.output.indexOf(
+                                     QStringLiteral("[node %1] rings changed: averaging with no other cluster for now")
+                                         .arg(i),
+                                     pausedAt) < 0)
+                                 return false;
+                         return true;
+                     },
+                     30s),
+                 qPrintable(run.output.mid(pausedAt).right(3000)));
+        runUntil(run, tp + 5s);
+        const int64_t stoppedAt = stepOf(pausedNode);
+        const int64_t partnerStoppedAt = stepOf(mine[0] == pausedNode ? mine[1] : mine[0]);
+        const auto t2 = Clock::now();
+        const int64_t s2 = stepOf(otherRoot);
+        const int64_t skipped2 = skippedBy(others);
+        runUntil(run, tp + 58s);
+        const int64_t s3 = stepOf(otherRoot);
+        const double rateDuring = double(s3 - s2) / std::chrono::duration<double>(Clock::now() - t2).count();
+        const int64_t skipped3 = skippedBy(others);
+        // Halted: the paused node and its partner did not move.
+        QCOMPARE(stepOf(pausedNode), stoppedAt);
+        QCOMPARE(stepOf(mine[0] == pausedNode ? mine[1] : mine[0]), partnerStoppedAt);
+        // The other cluster trained on, and never gave up a round waiting for them.
+        QVERIFY2(s3 > s2, qPrintable(QStringLiteral("step %1 -> %2").arg(s2).arg(s3)));
+        QCOMPARE(skipped3, skipped2);
+        qInfo("the other cluster: %.1f steps/s before the pause, %.1f during it (ratio %.2f)", rateBefore, rateDuring,
+              rateBefore > 0 ? rateDuring / rateBefore : 0.0);
+
+        const qsizetype resumedAt = run.output.size();
+        QCOMPARE(post(work / "node-1", "/v1/resume"), 200);
+        // It goes on from where it stopped: same stage, no checkpoint reload.
+        QVERIFY(run.waitFor([&] { return stepOf(pausedNode) > stoppedAt; }, 60s));
+        for (int i : mine)
+            for (const char *rebuilt : {"starting stage", "resuming stage", "assignment:"})
+                QVERIFY2(
+                    run.output.indexOf(QStringLiteral("[node %1] %2").arg(i).arg(QLatin1String(rebuilt)), pausedAt) < 0,
+                    qPrintable(run.output.mid(pausedAt).right(3000)));
+        QVERIFY2(run.output.indexOf(QStringLiteral("rings changed: averaging with 1 other cluster"), resumedAt) >= 0 ||
+                     run.waitFor(
+                         [&] {
+                             return run.output.indexOf(QStringLiteral("rings changed: averaging with 1 other cluster"),
+                                                       resumedAt) >= 0;
+                         },
+                         30s),
+                 qPrintable(run.output.mid(resumedAt).right(3000)));
+
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 10min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        const auto acc = run.finalAccuracies();
+        QVERIFY2(acc.size() == 2, qPrintable(run.output.right(3000)));
+        for (double a : acc) {
+            qInfo("final test accuracy %.2f%%", a * 100);
+            QVERIFY2(a >= 0.85, qPrintable(run.output.right(3000)));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSwarmPause)
+#include "tst_swarm_pause.moc"
