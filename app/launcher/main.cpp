@@ -30,6 +30,7 @@ int main(int argc, char **argv)
     double lr = 0.05;
     int cores = 1;
     int cpuPercent = 100;
+    int64_t graceSeconds = 0;
     bool fresh = false, quiet = false, throughRelay = false, overlap = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
@@ -52,6 +53,9 @@ int main(int argc, char **argv)
     cli::addWholeNumber(p, "--cores-per-node", cores, 1, 256, "N", "cores each node may use");
     cli::addWholeNumber(p, "--cpu-percent", cpuPercent, 1, 100, "PCT",
                         "share of those cores each node may keep busy (its governor's CPU cap)");
+    cli::addWholeNumber(p, "--grace", graceSeconds, 0, 3600, "S",
+                        "how long a node away keeps its place (the coordinator's --rejoin-grace-ms; 0: its "
+                        "default)");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
     p.add_flag("--overlap-averaging", overlap,
@@ -88,6 +92,8 @@ int main(int argc, char **argv)
     s.nodeArgs = {"--max-cores", std::to_string(cores), "--cpu-percent", std::to_string(cpuPercent)};
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
+    if (graceSeconds > 0)
+        s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--rejoin-grace-ms", std::to_string(graceSeconds * 1000)});
     if (throughRelay) { // port 1 on loopback: nothing listens, the coordinator's check fails at once
         s.nodeArgs.insert(s.nodeArgs.end(), {"--public-address", "127.0.0.1:1"});
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--reachability-timeout", "3"});

@@ -55,8 +55,13 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
         for (;;) {
             in = links.receivePrevious(deadline);
             if (!in) {
-                result.error = "ring round " + std::to_string(round) + ": no data from the previous member within " +
-                               std::to_string(timeout.count()) + " ms (step " + std::to_string(step) + ")";
+                // Nothing before the deadline: the links were cancelled (the ring's members
+                // changed, or the stage stops), or the previous member is silent.
+                result.error = "ring round " + std::to_string(round) +
+                               (Clock::now() < deadline ? ": called off (the ring changed, or this stage stops)"
+                                                        : ": no data from the previous member within " +
+                                                              std::to_string(timeout.count()) + " ms") +
+                               " (step " + std::to_string(step) + ")";
                 result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
                 return result;
             }

@@ -5,11 +5,14 @@
 // coordinator takes its cluster out of the rings, and the other cluster trains on
 // without abandoning a single averaging round for it; the paused cluster stands still and
 // then goes on from the step where it stopped, without rebuilding its stages; the run
-// completes with both clusters at 85% or more.
+// completes with both clusters at 85% or more. And one whose computer sleeps past the
+// grace: its cluster is re-planned around it and the run still reaches 85%.
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <csignal>
 #include <filesystem>
 #include <optional>
 
@@ -186,6 +189,74 @@ private Q_SLOTS:
         QCOMPARE(run.process.exitCode(), 0);
         const auto acc = run.finalAccuracies();
         QVERIFY2(acc.size() == 2, qPrintable(run.output.right(3000)));
+        for (double a : acc) {
+            qInfo("final test accuracy %.2f%%", a * 100);
+            QVERIFY2(a >= 0.85, qPrintable(run.output.right(3000)));
+        }
+    }
+
+    // A volunteer's computer goes to sleep (SIGSTOP: silent, heartbeats and all) for
+    // longer than the grace (20 s here). Lost after the heartbeat timeout, its cluster
+    // leaves the rings; once the grace is over it is gone and its cluster is re-planned
+    // around it; the run completes at 85% or more without it.
+    void aVolunteerAwayPastTheGraceIsReplannedAround()
+    {
+        QTemporaryDir dir;
+        const std::filesystem::path work = dir.path().toStdString();
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        QVERIFY(run.start(dir.path(), false,
+                          {QStringLiteral("--steps"), QStringLiteral("1600"), QStringLiteral("--cpu-percent"),
+                           QStringLiteral("25"), QStringLiteral("--grace"), QStringLiteral("20")}));
+        static const QRegularExpression pidLine(QStringLiteral("\\[node 1\\] started, pid (\\d+)"));
+        QVERIFY2(run.waitFor([&] { return pidLine.match(run.output).hasMatch(); }, 60s), qPrintable(run.output));
+        const pid_t pid = pid_t(pidLine.match(run.output).captured(1).toInt());
+        int partner = 0;
+        QVERIFY2(run.waitFor(
+                     [&] {
+                         const auto mine = statusOf(work / "node-1");
+                         if (!mine || mine->assignment.cluster < 0 || mine->training.step < 100)
+                             return false;
+                         for (int i = 2; i <= 4; ++i)
+                             if (const auto s = statusOf(work / ("node-" + std::to_string(i)));
+                                 s && s->assignment.cluster == mine->assignment.cluster)
+                                 partner = i;
+                         return partner != 0;
+                     },
+                     4min),
+                 qPrintable(run.output.right(3000)));
+
+        const qsizetype asleepAt = run.output.size();
+        QCOMPARE(::kill(pid, SIGSTOP), 0);
+        // Lost: its cluster leaves the rings (its partner averages alone).
+        QVERIFY2(run.waitFor(
+                     [&] {
+                         return run.output.indexOf(
+                                    QStringLiteral("[node %1] rings changed: averaging with no other cluster for now")
+                                        .arg(partner),
+                                    asleepAt) >= 0;
+                     },
+                     30s),
+                 qPrintable(run.output.mid(asleepAt).right(3000)));
+        const qsizetype lostAt = run.output.size();
+        // Gone after the grace: its partner gets a new placement (alone it cannot form a
+        // two-stage pipeline) and trains on.
+        QVERIFY2(run.waitFor(
+                     [&] {
+                         return run.output.indexOf(QStringLiteral("[node %1] assignment: training").arg(partner),
+                                                   lostAt) >= 0;
+                     },
+                     90s),
+                 qPrintable(run.output.mid(asleepAt).right(3000)));
+        // It never comes back: woken only to be stopped (SIGTERM waits until SIGCONT).
+        QCOMPARE(::kill(pid, SIGTERM), 0);
+        QCOMPARE(::kill(pid, SIGCONT), 0);
+
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 10min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        const auto acc = run.finalAccuracies();
+        QVERIFY2(!acc.empty(), qPrintable(run.output.right(3000)));
         for (double a : acc) {
             qInfo("final test accuracy %.2f%%", a * 100);
             QVERIFY2(a >= 0.85, qPrintable(run.output.right(3000)));
