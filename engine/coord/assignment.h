@@ -154,6 +154,9 @@ struct NodeReport
     double busyFraction = 0;            ///< share of wall time spent computing, 0..1
     AwayReason away = AwayReason::None; ///< with Paused: why
     int64_t sleptSeconds = 0;           ///< its computer was suspended this long since the node started
+    /// What its stage could take if never starved (samples per second of its own time):
+    /// measured speed, for the straggler check. 0 until known.
+    double ownSamplesPerSecond = 0;
     bool operator==(const NodeReport &) const = default;
 };
 

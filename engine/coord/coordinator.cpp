@@ -181,6 +181,7 @@ void Coordinator::Impl::work()
             if (probe)
                 probe->tick(now);
             maybePlan(now);
+            checkStragglers(now);
             trimMemory(now);
             if (now >= nextMetrics) {
                 nextMetrics = now + settings.metricsInterval;

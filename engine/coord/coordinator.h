@@ -75,6 +75,10 @@ struct CoordinatorSettings
     int planPopulation = 40;   ///< genetic search: individuals
     int planGenerations = 120; ///< genetic search: generations
     int clusterSize = 0;       ///< volunteers (pipeline stages) per cluster; 0: the planner decides
+    /// How often measured stage speeds are compared with the plan's (StragglerWatch); a
+    /// stage 1.5x slower than predicted, relative to the others, three checks running,
+    /// has its capacity corrected and its cluster re-cut. 0: never.
+    std::chrono::milliseconds stragglerCheckInterval{5000};
 };
 
 /// Counters for logs, status and benchmarks.

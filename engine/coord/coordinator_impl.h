@@ -22,6 +22,7 @@
 #include "engine/coord/reachability_probe.h"
 #include "engine/coord/status_json.h"
 #include "engine/coord/status_server.h"
+#include "engine/coord/straggler_watch.h"
 #include "engine/net/listener.h"
 #include "engine/relay/relay_server.h"
 
@@ -64,6 +65,7 @@ struct Coordinator::Impl
     void trimMemory(Clock::time_point now);
     void round(Clock::time_point now, std::map<std::string, Pending> events, bool republish, bool full);
     void publishPlacements();
+    void checkStragglers(Clock::time_point now); ///< coordinator_stragglers.cpp
     StatusDocument statusDocument();
     StatusInputs statusInputs();
 
@@ -98,6 +100,8 @@ struct Coordinator::Impl
     std::optional<Clock::time_point> holdSince;  ///< since when the volunteers could hold the model
     Clock::time_point lastRound;
     std::optional<Clock::time_point> trimAt; ///< when to return freed heap pages to the system
+    StragglerWatch stragglers;
+    Clock::time_point nextStragglerCheck;
 
     std::mutex inboxMutex;
     std::condition_variable inboxWake;

@@ -107,6 +107,25 @@ void PlanState::complete(const std::vector<int> &changed)
     }
 }
 
+PlanChange PlanState::recalibrate(const std::string &nodeId, double factor)
+{
+    PlanChange change;
+    const size_t i = indexOf(nodeId);
+    if (i >= m_ids.size() || !m_hasPlan || !(factor > 0) || factor >= 1)
+        return change;
+    const int cluster = m_clusterOf[i];
+    if (cluster < 0 || size_t(cluster) >= m_plan.pipelines.size() || m_plan.pipelines[size_t(cluster)].stages.empty())
+        return change;
+    m_capacities[i].gflops *= factor;
+    const auto cutsBefore = m_plan.pipelines[size_t(cluster)].partition.cuts();
+    const auto orderBefore = m_plan.pipelines[size_t(cluster)].stages;
+    complete({cluster});
+    const auto &now = m_plan.pipelines[size_t(cluster)];
+    if (now.partition.cuts() != cutsBefore || now.stages != orderBefore)
+        change.changedClusters = {cluster}; // else no cut suits it better: nothing moves
+    return change;
+}
+
 bool PlanState::isWorking() const
 {
     return m_hasPlan && std::any_of(m_plan.pipelines.begin(), m_plan.pipelines.end(),

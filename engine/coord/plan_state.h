@@ -78,6 +78,12 @@ public:
     /// A whole new plan over everyone (planSwarm). Throws rookery::Error when the
     /// volunteers cannot hold the model; the previous plan is then kept.
     PlanChange planAll();
+    /// A volunteer is slower than its profile said (the straggler check): its capacity's
+    /// GFLOP/s times `factor`, and its cluster re-cut, moving layers away from it. Members
+    /// stay where they are. changedClusters is empty when no other cut or stage order
+    /// suits it better (it may hold a single layer that cannot be split), for unknown
+    /// ids and for clusters without a pipeline.
+    PlanChange recalibrate(const std::string &nodeId, double factor);
 
     /// Every volunteer's placement, in plan order.
     std::vector<Placement> placements() const;

@@ -2,6 +2,7 @@
 #include "engine/coord/status_json.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -60,6 +61,8 @@ json nodeJson(const NodeStatus &n)
         j["away"] = awayReasonName(n.report.away);
     if (n.report.sleptSeconds > 0)
         j["slept_seconds"] = n.report.sleptSeconds;
+    if (n.report.ownSamplesPerSecond > 0 && std::isfinite(n.report.ownSamplesPerSecond))
+        j["own_samples_per_second"] = n.report.ownSamplesPerSecond;
     if (n.state == AssignmentState::Training) {
         j["stage"] = n.stage;
         j["first_layer"] = n.firstLayer;

@@ -133,7 +133,8 @@ net::NodeMetrics toWire(const NodeReport &r)
             uint64_t(std::max<int64_t>(0, r.samplesTotal)),
             r.busyFraction,
             net::AwayReason(int(r.away)),
-            uint64_t(std::max<int64_t>(0, r.sleptSeconds))};
+            uint64_t(std::max<int64_t>(0, r.sleptSeconds)),
+            r.ownSamplesPerSecond};
 }
 
 NodeReport fromWire(const net::NodeMetrics &m)
@@ -143,7 +144,7 @@ NodeReport fromWire(const net::NodeMetrics &m)
     };
     return {m.samplesPerSecond,         clampI(m.step),         m.loss,
             NodeActivity(int(m.state)), clampI(m.samplesTotal), m.busyFraction,
-            AwayReason(int(m.away)),    clampI(m.sleptSeconds)};
+            AwayReason(int(m.away)),    clampI(m.sleptSeconds), m.ownSamplesPerSecond};
 }
 
 } // namespace rookery::coord

@@ -243,6 +243,7 @@ struct NodeMetrics
     double busyFraction = 0;
     AwayReason away = AwayReason::None;
     uint64_t sleptSeconds = 0;
+    double ownSamplesPerSecond = 0;
     bool operator==(const NodeMetrics &) const = default;
 };
 

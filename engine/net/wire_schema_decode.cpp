@@ -58,8 +58,8 @@ NodeMetrics fromWire(const wire::NodeMetrics &w)
 {
     const int state = w.state() >= 0 && w.state() <= 5 ? int(w.state()) : 0; // a newer node's state: unknown
     const int away = w.away() >= 0 && w.away() <= 5 ? int(w.away()) : 0;     // a newer node's reason: none given
-    return {w.samples_per_second(), w.step(),          w.loss(),         NodeActivity(state),
-            w.samples_total(),      w.busy_fraction(), AwayReason(away), w.slept_seconds()};
+    return {w.samples_per_second(), w.step(),         w.loss(),          NodeActivity(state),       w.samples_total(),
+            w.busy_fraction(),      AwayReason(away), w.slept_seconds(), w.own_samples_per_second()};
 }
 
 bool validRole(int r) { return r == wire::ROLE_NODE || r == wire::ROLE_COORDINATOR; }

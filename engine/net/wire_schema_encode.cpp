@@ -201,6 +201,7 @@ struct ToEnvelope
         x->set_busy_fraction(m.metrics.busyFraction);
         x->set_away(wire::AwayReason(int(m.metrics.away)));
         x->set_slept_seconds(m.metrics.sleptSeconds);
+        x->set_own_samples_per_second(m.metrics.ownSamplesPerSecond);
     }
     void operator()(const HeartbeatAck &m)
     {

@@ -117,6 +117,7 @@ struct AssignedStage::Impl
 
     Clock::time_point lastRateTime = Clock::now();
     int64_t lastRateStep = 0;
+    double lastOwnSeconds = 0;
     Clock::time_point lastReport = Clock::now();
 
     const coord::Assignment &a() const { return config.assignment; }
@@ -271,6 +272,13 @@ void AssignedStage::Impl::noteProgress(int64_t version, bool force)
             progress.samplesPerSecond =
                 progress.samplesPerSecond > 0 ? 0.7 * progress.samplesPerSecond + 0.3 * rate : rate;
             progress.samplesTotal += samples;
+            const double own = runtime->ownSeconds();
+            if (const double spent = own - lastOwnSeconds; spent > 0.05 && samples > 0) {
+                const double ownRate = double(samples) / spent;
+                progress.ownSamplesPerSecond =
+                    progress.ownSamplesPerSecond > 0 ? 0.7 * progress.ownSamplesPerSecond + 0.3 * ownRate : ownRate;
+            }
+            lastOwnSeconds = own;
             lastRateTime = now;
             lastRateStep = version;
         }

@@ -152,6 +152,7 @@ bool NodeRun::tend(AssignedStage &stage)
     report.loss = p.loss;
     report.samplesTotal = p.samplesTotal;
     report.busyFraction = p.busyFraction;
+    report.ownSamplesPerSecond = p.ownSamplesPerSecond;
     sendReport(report, stage.phase());
     m_summary.step = p.step;
     device::Governor &governor = *m_node.governor;

@@ -146,6 +146,11 @@ public:
     /// Optimizer steps between a microbatch's forward and its backward, averaged over
     /// this run's backwards so far. Any thread, also during a run.
     double meanStaleness() const;
+    /// Seconds this stage has spent on its own account since it was built: computing,
+    /// or held by the work gate (a governor's CPU cap; not holds over 10 s, which are
+    /// pauses), but not waiting for its neighbours. Samples over these seconds are what the stage could take if it were
+    /// never starved: its speed for the straggler check. Any thread, also during a run.
+    double ownSeconds() const;
     const StageConfig &config() const;
 
 private:

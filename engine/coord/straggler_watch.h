@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rookery::coord {
+
+/// One training stage's speed, predicted by the plan and measured by its node.
+struct StageSpeed
+{
+    std::string nodeId;
+    /// Stages compared with each other: the same layers (ring peers). Different layers
+    /// reach different shares of their predicted speed (a ReLU costs time and no FLOPs).
+    std::string group;
+    double predicted = 0; ///< samples/s the plan expects of its stage (compute only)
+    double measured = 0;  ///< samples/s of the node's own time (NodeReport::ownSamplesPerSecond)
+};
+
+/// A stage persistently slower than the plan predicted, and by how much.
+struct Straggler
+{
+    std::string nodeId;
+    /// Its measured-over-predicted ratio over the swarm's usual ratio (below 1/threshold):
+    /// what its capacity should be multiplied by.
+    double factor = 1;
+};
+
+/// Finds stragglers: stages whose measured speed, relative to the plan's prediction, is
+/// more than `threshold` times below the median ratio of the stages in their group (the
+/// profile's GFLOP/s are not what torch reaches, so only the ratio against stages doing
+/// the same work means anything), in `checks` consecutive checks. A stage with no peer
+/// in its group (a single cluster) is never judged. A node reported is left alone for `cooldown`: its stage
+/// is re-cut and needs time to show its new speed. Pure bookkeeping; the clock is the
+/// caller's.
+class StragglerWatch
+{
+public:
+    using Clock = std::chrono::steady_clock;
+    struct Settings
+    {
+        double threshold = 1.5;
+        int checks = 3;
+        std::chrono::milliseconds cooldown{60'000};
+        size_t minimumStages = 2; ///< per group: with fewer measured stages there is no "usual"
+    };
+
+    StragglerWatch() = default;
+    explicit StragglerWatch(Settings settings)
+        : m_settings(settings)
+    { }
+
+    /// One check over the stages measured now (others are ignored: paused, waiting, not
+    /// yet measured; non-finite or non-positive figures count as not measured).
+    std::vector<Straggler> check(const std::vector<StageSpeed> &speeds, Clock::time_point now);
+
+private:
+    Settings m_settings;
+    std::map<std::string, int> m_slowChecks;               ///< consecutive slow checks per node
+    std::map<std::string, Clock::time_point> m_quietUntil; ///< reported: left alone until then
+};
+
+} // namespace rookery::coord
