@@ -126,6 +126,10 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     cli::addWholeNumber(p, "--reachability-timeout", reachabilitySeconds, 0, 600, "S",
                         "dial each volunteer back for up to S seconds to learn whether peers can reach it (0: "
                         "never)");
+    int64_t stragglerSeconds = s.stragglerCheckInterval.count() / 1000;
+    cli::addWholeNumber(p, "--straggler-check", stragglerSeconds, 0, 3600, "S",
+                        "every S seconds, re-cut a cluster around a stage 1.5x slower than the others holding "
+                        "its layers (0: never; experimental)");
     p.add_flag("--quiet", o.quiet, "log warnings and errors only");
     p.footer("Examples:\n"
              "  rookery-coordinator                                 MLP, SGD, ports 7400 and 7401\n"
@@ -140,6 +144,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
         return false;
     s.dataDir = dataDir;
     s.reachabilityTimeout = std::chrono::seconds(reachabilitySeconds);
+    s.stragglerCheckInterval = std::chrono::seconds(stragglerSeconds);
     s.relay = !noRelay;
     s.relayBytesPerSecondPerPair = uint64_t(relayMbit * 1e6 / 8);
     s.heartbeatInterval = ms(timing.heartbeat);

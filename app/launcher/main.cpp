@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     int cores = 1;
     int cpuPercent = 100;
     int64_t graceSeconds = 0;
-    bool fresh = false, quiet = false, throughRelay = false, overlap = false;
+    bool fresh = false, quiet = false, throughRelay = false, overlap = false, stragglers = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
                "checkpoints. Exits when the run is complete.",
@@ -57,6 +57,9 @@ int main(int argc, char **argv)
                         "how long a node away keeps its place (the coordinator's --rejoin-grace-ms; 0: its "
                         "default)");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
+    p.add_flag("--straggler-check", stragglers,
+               "the coordinator re-cuts a cluster around a stage much slower than its peers (its "
+               "--straggler-check 5; experimental)");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
     p.add_flag("--overlap-averaging", overlap,
                "averaging rounds run beside training, on a snapshot of the weights (the coordinator's "
@@ -92,6 +95,8 @@ int main(int argc, char **argv)
     s.nodeArgs = {"--max-cores", std::to_string(cores), "--cpu-percent", std::to_string(cpuPercent)};
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
+    if (stragglers)
+        s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--straggler-check", "5"});
     if (graceSeconds > 0)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--rejoin-grace-ms", std::to_string(graceSeconds * 1000)});
     if (throughRelay) { // port 1 on loopback: nothing listens, the coordinator's check fails at once

@@ -7,9 +7,14 @@
 #include <QRegularExpression>
 #include <QtTest>
 
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include "engine/control/control_client.h"
+#include "engine/control/control_files.h"
+#include "engine/control/snapshot_json.h"
 #include "tests/support/test_support.h"
 
 namespace rookery::test {
@@ -88,5 +93,21 @@ struct SwarmRun
         return out;
     }
 };
+
+/// A node's status from its control API (the files in its data directory say where and
+/// with which token), or nothing while it cannot answer.
+inline std::optional<host::EngineSnapshot> nodeStatus(const std::filesystem::path &nodeDir)
+{
+    try {
+        const auto e = control::readControlEndpoint(nodeDir);
+        control::ControlClient client("127.0.0.1", e.port, e.token);
+        const auto reply = client.request("GET", "/v1/status");
+        if (reply.status != 200)
+            return std::nullopt;
+        return control::snapshotFromJson(reply.body);
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+}
 
 } // namespace rookery::test

@@ -30,20 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::optional<host::EngineSnapshot> statusOf(const std::filesystem::path &nodeDir)
-{
-    try {
-        const auto e = control::readControlEndpoint(nodeDir);
-        control::ControlClient client("127.0.0.1", e.port, e.token);
-        const auto reply = client.request("GET", "/v1/status");
-        if (reply.status != 200)
-            return std::nullopt;
-        return control::snapshotFromJson(reply.body);
-    } catch (const std::exception &) {
-        return std::nullopt;
-    }
-}
-
 // Reads the swarm's output until `until`.
 void runUntil(SwarmRun &run, Clock::time_point until)
 {
@@ -80,7 +66,7 @@ private Q_SLOTS:
         std::map<int, host::EngineSnapshot> nodes; // by node number, 1..4
         const auto readAll = [&] {
             for (int i = 1; i <= 4; ++i)
-                if (auto s = statusOf(work / ("node-" + std::to_string(i))))
+                if (auto s = test::nodeStatus(work / ("node-" + std::to_string(i))))
                     nodes[i] = *s;
                 else
                     return false;
@@ -111,13 +97,13 @@ private Q_SLOTS:
         QCOMPARE(others.size(), size_t(2));
         QVERIFY(otherRoot != 0);
         const auto stepOf = [&](int node) {
-            const auto s = statusOf(work / ("node-" + std::to_string(node)));
+            const auto s = test::nodeStatus(work / ("node-" + std::to_string(node)));
             return s ? s->training.step : int64_t(-1);
         };
         const auto skippedBy = [&](const std::vector<int> &which) {
             int64_t n = 0;
             for (int i : which)
-                if (const auto s = statusOf(work / ("node-" + std::to_string(i))))
+                if (const auto s = test::nodeStatus(work / ("node-" + std::to_string(i))))
                     n += s->training.ringSkipped;
             return n;
         };
@@ -213,11 +199,11 @@ private Q_SLOTS:
         int partner = 0;
         QVERIFY2(run.waitFor(
                      [&] {
-                         const auto mine = statusOf(work / "node-1");
+                         const auto mine = test::nodeStatus(work / "node-1");
                          if (!mine || mine->assignment.cluster < 0 || mine->training.step < 100)
                              return false;
                          for (int i = 2; i <= 4; ++i)
-                             if (const auto s = statusOf(work / ("node-" + std::to_string(i)));
+                             if (const auto s = test::nodeStatus(work / ("node-" + std::to_string(i)));
                                  s && s->assignment.cluster == mine->assignment.cluster)
                                  partner = i;
                          return partner != 0;
