@@ -12,9 +12,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/control/control_client.h"
-#include "engine/control/control_files.h"
-#include "engine/control/snapshot_json.h"
 #include "tests/integration/swarm_run.h"
 #include "tests/support/test_support.h"
 
@@ -144,16 +141,8 @@ private Q_SLOTS:
         const auto node1 = std::filesystem::path(dir.path().toStdString()) / "node-1";
         QVERIFY(test::waitFor(
             [&] {
-                try {
-                    const auto e = control::readControlEndpoint(node1);
-                    control::ControlClient client("127.0.0.1", e.port, e.token);
-                    const auto reply = client.request("GET", "/v1/status");
-                    const auto s = control::snapshotFromJson(reply.body);
-                    return reply.status == 200 && s.peers.size() == 4 && s.links.size() >= 2 &&
-                           s.assignment.stageCount == 2;
-                } catch (const std::exception &) {
-                    return false;
-                }
+                const auto s = test::nodeStatus(node1);
+                return s && s->peers.size() == 4 && s->links.size() >= 2 && s->assignment.stageCount == 2;
             },
             60s));
         const auto children = [&] { return processesMentioning(dir.path().toStdString()); };
