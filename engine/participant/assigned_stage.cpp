@@ -238,7 +238,10 @@ void AssignedStage::Impl::restore()
             if (r.ref.firstLayer == as.firstLayer && r.ref.lastLayer == as.lastLayer && !r.previous.empty())
                 source = r.previous;
     if (!source.empty() && !names.empty()) {
-        if (auto weights = relay->fetch(source, names, std::chrono::seconds(restored ? 5 : 20))) {
+        // Taking layers over, wait out a peer that cannot be dialled directly: the mesh
+        // falls back to the relay after 20 s, and a fetch that gave up at the same moment
+        // would throw the layers' training away.
+        if (auto weights = relay->fetch(source, names, std::chrono::seconds(restored ? 5 : 45))) {
             runtime->setParameters(*weights);
             say(std::string(restored ? "caught up with" : "took over the current weights of") + " peer " +
                 source.substr(0, 12));
