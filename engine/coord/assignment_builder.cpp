@@ -9,14 +9,24 @@ namespace {
 struct Holder
 {
     std::string nodeId;
-    size_t first, last; // what it held before this plan
-    int cluster;        // where it is now
+    size_t first, last;       // what it held before this plan
+    size_t nowFirst, nowLast; // what it holds in this plan
+    int cluster;              // where it is now
+
+    // Of [lo, hi): the layers it held and still serves live. It answers a fetch from the
+    // stage it runs now, so layers it gave up in this plan are not in its reply.
+    size_t serves(size_t lo, size_t hi) const;
 };
 
 size_t overlap(size_t a0, size_t a1, size_t b0, size_t b1)
 {
     const size_t lo = std::max(a0, b0), hi = std::min(a1, b1);
     return hi > lo ? hi - lo : 0;
+}
+
+size_t Holder::serves(size_t lo, size_t hi) const
+{
+    return overlap(lo, hi, std::max(first, nowFirst), std::min(last, nowLast));
 }
 
 // Layers in [first, last) that a node did not hold before: what it must fetch.
@@ -79,7 +89,8 @@ std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> 
             }
             a.shard = {p.cluster, p.clusterCount};
             if (const Assignment *before = find(previous, p.nodeId); before && before->isTraining())
-                holders.push_back({p.nodeId, before->firstLayer, before->lastLayer, p.cluster});
+                holders.push_back(
+                    {p.nodeId, before->firstLayer, before->lastLayer, p.firstLayer, p.lastLayer, p.cluster});
         }
         out.emplace(p.nodeId, std::move(a));
     }
@@ -97,12 +108,12 @@ std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> 
             continue;
         }
         const Holder *best = nullptr;
-        size_t bestOverlap = 0;
+        std::pair<size_t, size_t> bestOverlap{0, 0}; // layers it serves live, layers it held
         for (const auto &h : holders) {
             if (h.nodeId == id)
                 continue;
-            const size_t o = overlap(lo, hi, h.first, h.last);
-            if (o == 0)
+            const std::pair<size_t, size_t> o{h.serves(lo, hi), overlap(lo, hi, h.first, h.last)};
+            if (o.second == 0)
                 continue;
             bool better = !best || o > bestOverlap;
             if (best && o == bestOverlap) {

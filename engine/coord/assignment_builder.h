@@ -14,8 +14,10 @@ namespace rookery::coord {
 /// Turns the planner's placements into the assignments nodes receive: node ids get the
 /// addresses nodes registered, clusters their data shard, and a node that takes over
 /// layers it did not hold in `previous` is told where to fetch them (`weightsFrom`):
-/// the node that held most of those layers, preferring its own cluster, then the
-/// smaller node id. Versions are left at 0 for the caller to number.
+/// the node that still serves most of those layers (held them before and holds them
+/// now, so its live stage answers), then the one that held most of them, preferring
+/// its own cluster, then the smaller node id. Versions are left at 0 for the caller to
+/// number.
 ///
 /// Thread safety: reentrant.
 std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> &placements,

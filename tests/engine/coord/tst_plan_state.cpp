@@ -435,16 +435,29 @@ private Q_SLOTS:
         QCOMPARE(second.at("a").weightsFrom.nodeId, std::string("c"));
         QCOMPARE(second.at("a").weightsFrom.address, std::string("10.0.0.3:1"));
         QVERIFY(second.at("c").weightsFrom.empty()); // it keeps what it held
-        // d joins c's cluster and takes layers 2-5: c held all of them, a only some.
+        // d joins c's cluster and takes layers 2-5. c held them but gives them up in this
+        // plan (its stage will serve only 0-1); a (the other cluster) still serves them.
         const auto third = buildAssignments(
             {seat("a", 0, 0, 1, 0, 6), seat("c", 1, 0, 2, 0, 2), seat("d", 1, 1, 2, 2, 6)}, addresses, second);
-        QCOMPARE(third.at("d").weightsFrom.nodeId, std::string("c"));
+        QCOMPARE(third.at("d").weightsFrom.nodeId, std::string("a"));
         QVERIFY(third.at("c").weightsFrom.empty());
-        // Equal overlap: the holder in the node's own cluster wins.
-        const auto fourth =
-            buildAssignments({seat("a", 0, 0, 2, 0, 3), seat("c", 1, 0, 1, 0, 6), seat("d", 0, 1, 2, 3, 6)}, addresses,
-                             {{"a", second.at("a")}, {"c", second.at("c")}});
+        // A re-cut inside one cluster with no other holder: the old holder is the only
+        // one that ever held the layers, so it is named even though it gave them up.
+        const auto recut = buildAssignments({seat("c", 1, 0, 2, 0, 4), seat("d", 1, 1, 2, 4, 6)}, addresses,
+                                            {{"c", third.at("c")}, {"d", third.at("d")}});
+        QCOMPARE(recut.at("c").weightsFrom.nodeId, std::string("d"));
+        QVERIFY(recut.at("d").weightsFrom.empty());
+        // Equal overlap (a and c both held 3-5, both give them up): the holder in the
+        // node's own cluster wins.
+        const auto fourth = buildAssignments(
+            {seat("a", 0, 0, 2, 0, 3), seat("d", 0, 1, 2, 3, 6), seat("c", 1, 0, 2, 0, 2), seat("b", 1, 1, 2, 2, 6)},
+            addresses, {{"a", second.at("a")}, {"c", second.at("c")}});
         QCOMPARE(fourth.at("d").weightsFrom.nodeId, std::string("a"));
+        // Still serving beats having held: c keeps 0-1 live, a gave them up.
+        const auto fifth = buildAssignments(
+            {seat("d", 0, 0, 2, 0, 3), seat("a", 0, 1, 2, 3, 6), seat("c", 1, 0, 2, 0, 2), seat("b", 1, 1, 2, 2, 6)},
+            addresses, {{"a", second.at("a")}, {"c", second.at("c")}});
+        QCOMPARE(fifth.at("d").weightsFrom.nodeId, std::string("c"));
     }
 };
 
