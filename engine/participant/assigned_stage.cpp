@@ -2,6 +2,7 @@
 #include "engine/participant/assigned_stage.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <set>
@@ -134,7 +135,9 @@ struct AssignedStage::Impl
     void buildLinks();
     void buildRuntime();
     void restore();
+    bool restored = false; // restore() done: the stage may run and checkpoint
     bool restoreCheckpoint(const std::string &what);
+    std::optional<std::pair<size_t, size_t>> keepOwnLayers();
     void onUpdate(int64_t version);
     void averageRings(int64_t round); // now, on this thread (the last round)
     std::vector<RingChange> averageRingsOf(std::vector<NamedTensor> snapshot, int64_t round);
@@ -223,13 +226,70 @@ bool AssignedStage::Impl::restoreCheckpoint(const std::string &what)
     }
 }
 
+// The layers range changed (a re-plan moved a cut): the layers this node trained
+// before and still holds come back from its newest checkpoint of another range, with
+// their optimizer state and the step, so that only the layers it takes over are new.
+// Returns the layers kept, or nothing when it has no such checkpoint.
+std::optional<std::pair<size_t, size_t>> AssignedStage::Impl::keepOwnLayers()
+{
+    const auto &as = a();
+    const std::string prefix = "swarm:" + config.run.runId + ":layers ";
+    std::optional<store::CheckpointInfo> best;
+    std::pair<size_t, size_t> bestRange;
+    for (const auto &info : config.checkpoints->list()) { // newest first
+        if (info.run.rfind(prefix, 0) != 0 || info.run == checkpointRun)
+            continue;
+        size_t first = 0, last = 0;
+        if (std::sscanf(info.run.c_str() + prefix.size(), "%zu-%zu", &first, &last) != 2)
+            continue;
+        const size_t lo = std::max(first, as.firstLayer), hi = std::min(last, as.lastLayer);
+        if (lo >= hi)
+            continue;
+        best = info;
+        bestRange = {lo, hi};
+        break;
+    }
+    if (!best)
+        return std::nullopt;
+    try {
+        auto old = config.checkpoints->load(best->id).state;
+        auto merged = runtime->state();
+        const auto take = [](std::vector<NamedTensor> &into, const std::vector<NamedTensor> &from) {
+            for (auto &t : into)
+                for (const auto &f : from)
+                    if (f.name == t.name && f.dtype == t.dtype && f.shape == t.shape) {
+                        t = f;
+                        break;
+                    }
+        };
+        take(merged.parameters, old.parameters);
+        take(merged.optimizerState, old.optimizerState); // "step" included
+        merged.cursor = {};                              // the shard starts over with the new range
+        runtime->restore(merged);
+        say("kept its own layers " + std::to_string(bestRange.first) + "-" + std::to_string(bestRange.second - 1) +
+            " from its checkpoint at step " + std::to_string(best->step));
+        return bestRange;
+    } catch (const Error &e) {
+        say("its checkpoint of " + best->run.substr(prefix.size()) + " cannot be used (" + std::string(e.what()) + ")");
+        return std::nullopt;
+    }
+}
+
 void AssignedStage::Impl::restore()
 {
     const auto &as = a();
     const std::string what = "stage " + std::to_string(as.stage + 1) + "/" + std::to_string(as.stages) + " (layers " +
                              std::to_string(as.firstLayer) + "-" + std::to_string(as.lastLayer - 1) + ")";
     const bool restored = restoreCheckpoint(what);
-    const auto names = parameterNames(config.run.model, as.firstLayer, as.lastLayer);
+    auto names = parameterNames(config.run.model, as.firstLayer, as.lastLayer);
+    const auto kept = restored ? std::nullopt : keepOwnLayers();
+    if (kept)
+        names.erase(std::remove_if(names.begin(), names.end(),
+                                   [&](const std::string &n) {
+                                       const size_t l = swarm::layerOfParameter(n);
+                                       return l >= kept->first && l < kept->second;
+                                   }),
+                    names.end());
     // Catch up: a peer in another cluster that holds the same layers has kept training
     // (after a restart), or holds the layers this node takes over.
     std::string source = as.weightsFrom.nodeId;
@@ -246,11 +306,11 @@ void AssignedStage::Impl::restore()
             say(std::string(restored ? "caught up with" : "took over the current weights of") + " peer " +
                 source.substr(0, 12));
         } else if (!restored) {
-            say("could not fetch the weights of " + what + " from peer " + source.substr(0, 12) +
-                "; starting from the run's initial weights");
+            say("could not fetch the weights of " + what + " from peer " + source.substr(0, 12) + "; " +
+                (kept ? "the layers it did not hold start" : "starting") + " from the run's initial weights");
         }
     }
-    if (!restored && source.empty())
+    if (!restored && !kept && source.empty())
         say("starting " + what + " from the run's initial weights");
     // Round numbers derive from the step; a node resuming behind its ring catches up
     // by adopting the round it sees (swarm::RingAveraging).
@@ -507,7 +567,14 @@ AssignedStage::AssignedStage(PeerMesh &mesh, AssignedStageConfig config, Callbac
         throw Error("assigned stage: missing gate, checkpoint store or data");
     d->buildLinks();
     d->buildRuntime();
+}
+
+void AssignedStage::restore()
+{
+    if (d->restored)
+        return;
     d->restore();
+    d->restored = true;
 }
 
 AssignedStage::~AssignedStage()
@@ -528,7 +595,8 @@ AssignedStage::~AssignedStage()
         d->averagingThread.join();
     if (d->evaluation)
         d->evaluation->join();
-    d->writer->submit(d->runtime->state());
+    if (d->restored) // never over a checkpoint with the run's initial weights
+        d->writer->submit(d->runtime->state());
     d->writer->flush();
 }
 
@@ -543,6 +611,8 @@ void AssignedStage::writable(const std::string &peer) { d->router->writable(peer
 
 void AssignedStage::poke()
 {
+    if (!d->restored)
+        return;
     {
         std::lock_guard lock(d->mutex);
         if (d->phase != Phase::Waiting && d->phase != Phase::Failed)

@@ -96,10 +96,16 @@ public:
     /// Finishing: trained to the end, now averaging a last time and evaluating.
     enum class Phase { Waiting, Training, Finishing, Finished, Failed };
 
-    /// Builds the stage and restores it: from this node's newest checkpoint of the same
-    /// layers (then catches up with a ring peer's current weights), or from the peer
-    /// named in the assignment's weightsFrom. Throws rookery::Error on bad settings.
+    /// Builds the stage, with the run's initial weights until restore(). Throws
+    /// rookery::Error on bad settings.
     AssignedStage(PeerMesh &mesh, AssignedStageConfig config, Callbacks callbacks);
+    /// Restores the stage: from this node's newest checkpoint of the same layers (then
+    /// catches up with a ring peer's current weights), or else keeps the layers it held
+    /// in its checkpoint of another range and fetches the rest from the peer named in
+    /// the assignment's weightsFrom. Call it once the stage receives its messages (it
+    /// is in the node's StageSlot): the fetch's reply comes through deliver(). Blocks
+    /// up to 45 s; poke() starts no run before it.
+    void restore();
     /// Stops the run (Cancelled), joins the stage thread and checkpoints.
     ~AssignedStage();
     AssignedStage(const AssignedStage &) = delete;

@@ -83,7 +83,14 @@ bool NodeRun::follow(const coord::Assignment &a)
             return true;
     }
     const bool placementChanged = !m_current || !m_current->samePlacement(a);
-    const bool ringsOnly = placementChanged && m_current && m_current->sameExceptRings(a);
+    // Where to fetch taken-over layers from matters only when a stage starts: a source
+    // that has since left (and so is dropped from the assignment) is no reason to restart.
+    const bool ringsOnly = placementChanged && m_current && [&] {
+        coord::Assignment same = a;
+        same.weightsFrom = m_current->weightsFrom;
+        return m_current->sameExceptRings(same);
+    }();
+    const bool ringsChanged = !m_current || m_current->rings != a.rings;
     const bool dialsChanged = m_current && !m_current->sameReachability(a);
     m_current = a;
     m_node.updateJoin([&a](JoinState &j) {
@@ -105,8 +112,10 @@ bool NodeRun::follow(const coord::Assignment &a)
     } else if (auto stage = m_node.stage.current(); ringsOnly && stage) {
         // The same stage; a cluster left the rings for now, or came back.
         m_mesh->setPeers(peersOf(a), a.unreachable);
-        stage->updateRings(a.rings);
-        m_node.say("rings changed: " + ringSummary(a));
+        if (ringsChanged) {
+            stage->updateRings(a.rings);
+            m_node.say("rings changed: " + ringSummary(a));
+        }
     } else if (placementChanged || !m_node.stage.current()) {
         startStage(a);
     } else if (dialsChanged) { // the same stage; who dials whom changed
@@ -135,8 +144,11 @@ void NodeRun::startStage(const coord::Assignment &a)
     sc.evaluateEvery = s.evaluateEvery;
     SwarmNode::Impl &d = m_node;
     try {
-        m_node.stage.replace(std::make_shared<AssignedStage>(
-            *m_mesh, sc, AssignedStage::Callbacks{[&d](const std::string &m) { d.say(m); }, d.callbacks.progress}));
+        auto stage = std::make_shared<AssignedStage>(
+            *m_mesh, sc, AssignedStage::Callbacks{[&d](const std::string &m) { d.say(m); }, d.callbacks.progress});
+        // In the slot first: the weights it fetches from a peer arrive as messages.
+        m_node.stage.replace(stage);
+        stage->restore();
     } catch (const Error &e) {
         m_node.say(std::string("cannot start the assigned stage: ") + e.what());
     }

@@ -184,14 +184,15 @@ private Q_SLOTS:
     // A volunteer's computer goes to sleep (SIGSTOP: silent, heartbeats and all) for
     // longer than the grace (20 s here). Lost after the heartbeat timeout, its cluster
     // leaves the rings; once the grace is over it is gone and its cluster is re-planned
-    // around it; the run completes at 85% or more without it.
+    // around it, its partner keeping the layers it trained; the run completes at 85% or
+    // more without it.
     void aVolunteerAwayPastTheGraceIsReplannedAround()
     {
         QTemporaryDir dir;
         const std::filesystem::path work = dir.path().toStdString();
         SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
         QVERIFY(run.start(dir.path(), false,
-                          {QStringLiteral("--steps"), QStringLiteral("1600"), QStringLiteral("--cpu-percent"),
+                          {QStringLiteral("--steps"), QStringLiteral("2400"), QStringLiteral("--cpu-percent"),
                            QStringLiteral("25"), QStringLiteral("--grace"), QStringLiteral("20")}));
         static const QRegularExpression pidLine(QStringLiteral("\\[node 1\\] started, pid (\\d+)"));
         QVERIFY2(run.waitFor([&] { return pidLine.match(run.output).hasMatch(); }, 60s), qPrintable(run.output));
@@ -232,6 +233,15 @@ private Q_SLOTS:
                                                    lostAt) >= 0;
                      },
                      90s),
+                 qPrintable(run.output.mid(asleepAt).right(3000)));
+        // It keeps the layers it trained and fetches only those it takes over.
+        QVERIFY2(run.output.indexOf(QStringLiteral("[node %1] kept its own layers").arg(partner), lostAt) >= 0 ||
+                     run.waitFor(
+                         [&] {
+                             return run.output.indexOf(QStringLiteral("[node %1] kept its own layers").arg(partner),
+                                                       lostAt) >= 0;
+                         },
+                         10s),
                  qPrintable(run.output.mid(asleepAt).right(3000)));
         // It never comes back: woken only to be stopped (SIGTERM waits until SIGCONT).
         QCOMPARE(::kill(pid, SIGTERM), 0);
