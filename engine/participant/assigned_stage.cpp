@@ -18,6 +18,7 @@
 #include "engine/participant/weights_relay.h"
 #include "engine/store/checkpoint_store.h"
 #include "engine/store/checkpoint_writer.h"
+#include "engine/swarm/learning_rate_schedule.h"
 #include "engine/swarm/outer_optimizer.h"
 #include "engine/swarm/ring_averaging.h"
 #include "engine/train/stage_runtime.h"
@@ -315,6 +316,8 @@ void AssignedStage::Impl::restore()
     // Round numbers derive from the step; a node resuming behind its ring catches up
     // by adopting the round it sees (swarm::RingAveraging).
     publishSnapshot(runtime->version());
+    runtime->setLearningRate(
+        swarm::annealedLearningRate(config.run.optimizer.learningRate, runtime->version(), config.run.totalSteps));
     lastRateStep = runtime->version();
     std::lock_guard lock(mutex);
     progress.step = runtime->version();
@@ -472,6 +475,7 @@ void AssignedStage::Impl::takeRingChanges()
 void AssignedStage::Impl::onUpdate(int64_t version)
 {
     const auto &run = config.run;
+    runtime->setLearningRate(swarm::annealedLearningRate(run.optimizer.learningRate, version, run.totalSteps));
     takeRingChanges();
     collectAveraging(false); // a round that finished meanwhile
     if (run.averagingInterval > 0 && version % run.averagingInterval == 0) {

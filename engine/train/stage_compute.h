@@ -65,6 +65,8 @@ public:
     /// changes nothing. Microbatches in flight keep the weights their forward used.
     void setParameters(const std::vector<NamedTensor> &parameters);
     std::vector<NamedTensor> optimizerState() const { return m_optimizer.state(); }
+    /// The rate of the optimizer steps from now on (a schedule's).
+    void setLearningRate(double lr) { m_optimizer.setLearningRate(lr); }
     /// Also sets version() to the saved step count.
     void restoreOptimizer(const std::vector<NamedTensor> &state) { m_optimizer.restore(state); }
     /// Forgets the microbatches in flight: their backward will never come (the run they

@@ -442,6 +442,8 @@ double StageRuntime::ownSeconds() const { return d->liveOwn.load(std::memory_ord
 
 int64_t StageRuntime::version() const { return d->compute.version(); }
 
+void StageRuntime::setLearningRate(double lr) { d->compute.setLearningRate(lr); }
+
 const StageConfig &StageRuntime::config() const { return d->config; }
 
 } // namespace rookery::train

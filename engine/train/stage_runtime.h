@@ -138,6 +138,9 @@ public:
     /// on a mismatch throws rookery::Error and changes nothing. Between runs only.
     void restore(const TrainingState &state);
     int64_t version() const; ///< optimizer steps so far
+    /// The learning rate of the optimizer steps from now on (swarm/learning_rate_schedule.h).
+    /// From the onUpdate hook (the stage's thread) or while no run is going.
+    void setLearningRate(double lr);
     /// The newest training loss this (leaf) stage computed; 0 before any. Any thread.
     double lastLoss() const;
     /// The root's current window (microbatches in flight allowed); 0 on other stages.
