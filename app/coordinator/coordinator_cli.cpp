@@ -102,7 +102,10 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
                  "host name in the printed address (default: --bind, or this machine's name)")
         ->type_name("HOST");
     cli::addWholeNumber(p, "--port", s.port, 0, 65535, "N", "port for node links (TLS WebSocket; 0: any)");
-    cli::addWholeNumber(p, "--status-port", s.statusPort, 0, 65535, "N", "port for the HTTPS status API (0: any)");
+    cli::addWholeNumber(
+        p, "--status-port", s.statusPort, 0, 65535, "N",
+        "port for the HTTPS status API (0: any); anyone gets its public view, the operator token in the data "
+        "directory (operator-token) the full one");
     cli::addWholeNumber(p, "--relay-port", s.relayPort, 0, 65535, "N",
                         "port of the relay for volunteers that cannot be dialled (0: any)");
     bool noRelay = false;

@@ -64,6 +64,9 @@ int main(int argc, char **argv)
                     coordinator.run().model.name.c_str());
         std::printf("status: https://%s:%u/v1/status\n", coordinator.coordinatorAddress().host.c_str(),
                     unsigned(coordinator.statusPort()));
+        std::printf("status, full view (addresses, hardware): send 'Authorization: Bearer <token>' with the token "
+                    "in %s\n",
+                    coordinator.operatorTokenPath().c_str());
         std::printf("metrics: https://%s:%u/metrics\n", coordinator.coordinatorAddress().host.c_str(),
                     unsigned(coordinator.statusPort()));
         if (coordinator.relayPort())

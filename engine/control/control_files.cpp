@@ -3,9 +3,6 @@
 
 #include <charconv>
 
-#include <openssl/crypto.h>
-#include <openssl/rand.h>
-
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
 
@@ -25,28 +22,6 @@ std::string trimmed(std::string text)
 
 } // namespace
 
-std::string newToken()
-{
-    unsigned char bytes[32];
-    if (RAND_bytes(bytes, sizeof bytes) != 1)
-        throw Error("cannot make a control token: the random number generator failed");
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string token;
-    for (const unsigned char b : bytes) {
-        token += kHex[b >> 4];
-        token += kHex[b & 15];
-    }
-    return token;
-}
-
-std::string readToken(const fs::path &file)
-{
-    std::string token = trimmed(readPrivateFile(file));
-    if (token.empty())
-        throw Error(file.string() + " holds no token");
-    return token;
-}
-
 ControlEndpoint readControlEndpoint(const fs::path &dataDir)
 {
     const fs::path portFile = dataDir / kPortFileName;
@@ -63,11 +38,6 @@ ControlEndpoint readControlEndpoint(const fs::path &dataDir)
     e.port = uint16_t(port);
     e.token = readToken(dataDir / kTokenFileName);
     return e;
-}
-
-bool sameToken(std::string_view a, std::string_view b)
-{
-    return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 } // namespace rookery::control

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/common/secret_token.h"
+
 namespace rookery::control {
 
 /// In a node's data directory while its control API listens: the port, and the token a
@@ -21,19 +23,12 @@ struct ControlEndpoint
     std::string token;
 };
 
-/// 32 random bytes from OpenSSL's CSPRNG, as 64 hex digits. Throws rookery::Error when
-/// the generator fails.
-std::string newToken();
-
-/// The token in `file` (surrounding white space trimmed). Throws rookery::Error when it
-/// cannot be read, is empty, or other users may read it (then it is no secret).
-std::string readToken(const std::filesystem::path &file);
+using rookery::newToken;  // engine/common/secret_token.h
+using rookery::readToken; // the token in a file only its owner may read
+using rookery::sameToken;
 
 /// The port and token a node in `dataDir` wrote. Throws rookery::Error saying which
 /// file is missing or unreadable, and so that no node seems to run there.
 ControlEndpoint readControlEndpoint(const std::filesystem::path &dataDir);
-
-/// Compares in time independent of where the strings differ.
-bool sameToken(std::string_view a, std::string_view b);
 
 } // namespace rookery::control

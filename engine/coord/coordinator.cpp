@@ -16,6 +16,7 @@
 #include "engine/coord/coordinator_impl.h"
 #include "engine/coord/coordinator_metrics.h"
 #include "engine/coord/join_address.h"
+#include "engine/coord/operator_token.h"
 #include "engine/coord/registration_check.h"
 #include "engine/coord/wire_convert.h"
 #include "engine/net/host_port.h"
@@ -130,6 +131,7 @@ void Coordinator::Impl::start()
     sc.port = settings.statusPort;
     sc.credentials = lc.credentials;
     sc.feedInterval = settings.statusFeedInterval;
+    sc.operatorToken = loadOrCreateOperatorToken(settings.dataDir);
     status = std::make_unique<StatusServer>(
         *net, sc, [this] { return statusDocument(); }, [this] { return coordinatorMetrics(statusInputs()); });
     host = hostForAddress(settings);
@@ -204,11 +206,13 @@ StatusDocument Coordinator::Impl::statusDocument()
     std::lock_guard lock(statusMutex);
     const auto now = Clock::now();
     if (!statusCache || cacheVersion != version || now - cacheAt > std::chrono::milliseconds(500)) {
-        statusCache = std::make_shared<const std::string>(coord::statusJson(statusInputs()));
+        const auto in = statusInputs();
+        statusCache = std::make_shared<const std::string>(coord::statusJson(in, StatusView::Public));
+        fullStatusCache = std::make_shared<const std::string>(coord::statusJson(in, StatusView::Full));
         cacheVersion = version;
         cacheAt = now;
     }
-    return {version, statusCache};
+    return {version, statusCache, fullStatusCache};
 }
 
 StatusInputs Coordinator::Impl::statusInputs()
@@ -265,7 +269,13 @@ uint16_t Coordinator::relayPort() const { return m->relayServer ? m->relayServer
 const std::string &Coordinator::certificatePem() const { return m->identity.certificatePem; }
 const std::string &Coordinator::caCertificatePem() const { return m->identity.ca.certificatePem(); }
 const RunConfig &Coordinator::run() const { return m->run; }
-std::string Coordinator::statusJson() const { return *m->statusDocument().json; }
+std::string Coordinator::statusJson(StatusView view) const
+{
+    const auto doc = m->statusDocument();
+    return view == StatusView::Full ? *doc.full : *doc.json;
+}
+
+std::filesystem::path Coordinator::operatorTokenPath() const { return coord::operatorTokenPath(m->settings.dataDir); }
 
 CoordinatorCounters Coordinator::counters() const
 {

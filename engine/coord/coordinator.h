@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/coord/assignment.h"
+#include "engine/coord/status_view.h"
 #include "engine/net/coordinator_address.h"
 
 namespace rookery::coord {
@@ -132,8 +133,10 @@ public:
     const std::string &caCertificatePem() const;
     const RunConfig &run() const;
 
-    /// The document GET /v1/status serves.
-    std::string statusJson() const;
+    /// The document GET /v1/status serves, in the full view unless asked otherwise.
+    std::string statusJson(StatusView view = StatusView::Full) const;
+    /// Where the operator token is (operator_token.h): the full status view needs it.
+    std::filesystem::path operatorTokenPath() const;
     CoordinatorCounters counters() const;
     /// Every known node's current assignment, by node id.
     std::map<std::string, Assignment> assignments() const;

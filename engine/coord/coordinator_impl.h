@@ -116,7 +116,7 @@ struct Coordinator::Impl
     std::mutex summaryMutex;
     PlanSummary summary;
     std::mutex statusMutex;
-    std::shared_ptr<const std::string> statusCache;
+    std::shared_ptr<const std::string> statusCache, fullStatusCache;
     uint64_t cacheVersion = 0;
     Clock::time_point cacheAt;
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -32,11 +33,21 @@ json runJson(const RunConfig &r)
             {"dataset", r.dataset}};
 }
 
-json nodeJson(const NodeStatus &n)
+// A note for everyone to read: the node's own address, and anything else that looks
+// like an IP address (a dial error may name one), replaced by words.
+std::string redacted(std::string note, const std::string &address)
 {
+    for (size_t at; !address.empty() && (at = note.find(address)) != std::string::npos;)
+        note.replace(at, address.size(), "its address");
+    static const std::regex ip(R"(\[[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*\](:\d+)?|\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b)");
+    return std::regex_replace(note, ip, "an address");
+}
+
+json nodeJson(const NodeStatus &n, StatusView view)
+{
+    const bool full = view == StatusView::Full;
     json j = {{"id", n.nodeId},
               {"name", n.name},
-              {"address", n.address},
               {"software", n.software},
               {"presence", presenceName(n.presence)},
               {"reachability", reachabilityName(n.reachability)},
@@ -50,13 +61,16 @@ json nodeJson(const NodeStatus &n)
               {"samples_total", n.report.samplesTotal},
               {"busy_fraction", n.report.busyFraction},
               {"last_seen_ms_ago", n.lastSeenMsAgo},
-              {"heartbeats", n.heartbeats},
-              {"gflops", n.capacity.gflops},
-              {"memory_bytes", n.capacity.memoryBytes},
-              {"upload_bytes_per_second", n.capacity.bandwidthBytesPerSecond},
-              {"upload_assumed", n.assumedBandwidth}};
+              {"heartbeats", n.heartbeats}};
+    if (full) { // where it is and what it has: the operator's business only
+        j["address"] = n.address;
+        j["gflops"] = n.capacity.gflops;
+        j["memory_bytes"] = n.capacity.memoryBytes;
+        j["upload_bytes_per_second"] = n.capacity.bandwidthBytesPerSecond;
+        j["upload_assumed"] = n.assumedBandwidth;
+    }
     if (!n.reachabilityNote.empty())
-        j["reachability_note"] = n.reachabilityNote;
+        j["reachability_note"] = full ? n.reachabilityNote : redacted(n.reachabilityNote, n.address);
     if (n.report.away != AwayReason::None)
         j["away"] = awayReasonName(n.report.away);
     if (n.report.sleptSeconds > 0)
@@ -111,7 +125,7 @@ PlanSummary summarize(const PlanState &state)
     return s;
 }
 
-std::string statusJson(const StatusInputs &in)
+std::string statusJson(const StatusInputs &in, StatusView view)
 {
     std::map<std::string, const NodeStatus *> byId;
     for (const auto &n : in.nodes)
@@ -169,39 +183,42 @@ std::string statusJson(const StatusInputs &in)
     }
     size_t online = 0, direct = 0, unreachable = 0;
     for (const auto &n : in.nodes) {
-        nodes.push_back(nodeJson(n));
+        nodes.push_back(nodeJson(n, view));
         online += n.presence == Presence::Online;
         direct += n.reachability == Reachability::Direct;
         unreachable += n.reachability == Reachability::Unreachable;
     }
-    const json doc = {{"swarm", in.swarm},
-                      {"coordinator", in.address},
-                      {"join", in.address}, // what volunteers paste: the address and its pin
-                      {"time_ms", in.timeMs},
-                      {"uptime_ms", in.uptimeMs},
-                      {"run", runJson(in.run)},
-                      {"plan",
-                       {{"planned", in.plan.hasPlan},
-                        {"clusters", working},
-                        {"predicted_samples_per_second", in.plan.predictedSamplesPerSecond},
-                        {"measured_samples_per_second", working ? working * slowestMeasured : 0.0},
-                        {"rounds", in.plan.rounds},
-                        {"last_round_ms", in.plan.lastRoundMs}}},
-                      {"clusters", clusters},
-                      {"rings", rings},
-                      {"links", links},
-                      {"nodes", nodes},
-                      {"counts",
-                       {{"nodes", in.nodes.size()},
-                        {"online", online},
-                        {"reachable", direct},
-                        {"unreachable", unreachable},
-                        {"registrations", in.counters.registrations},
-                        {"refusals", in.counters.refusals},
-                        {"heartbeats", in.counters.heartbeats},
-                        {"assignment_pushes", in.counters.assignmentPushes},
-                        {"relay_grants", in.counters.relayGrants},
-                        {"relayed_bytes", in.relayedBytes}}}};
+    json doc = {{"swarm", in.swarm},
+                {"view", view == StatusView::Full ? "full" : "public"},
+                {"time_ms", in.timeMs},
+                {"uptime_ms", in.uptimeMs},
+                {"run", runJson(in.run)},
+                {"plan",
+                 {{"planned", in.plan.hasPlan},
+                  {"clusters", working},
+                  {"predicted_samples_per_second", in.plan.predictedSamplesPerSecond},
+                  {"measured_samples_per_second", working ? working * slowestMeasured : 0.0},
+                  {"rounds", in.plan.rounds},
+                  {"last_round_ms", in.plan.lastRoundMs}}},
+                {"clusters", clusters},
+                {"rings", rings},
+                {"links", links},
+                {"nodes", nodes},
+                {"counts",
+                 {{"nodes", in.nodes.size()},
+                  {"online", online},
+                  {"reachable", direct},
+                  {"unreachable", unreachable},
+                  {"registrations", in.counters.registrations},
+                  {"refusals", in.counters.refusals},
+                  {"heartbeats", in.counters.heartbeats},
+                  {"assignment_pushes", in.counters.assignmentPushes},
+                  {"relay_grants", in.counters.relayGrants},
+                  {"relayed_bytes", in.relayedBytes}}}};
+    if (view == StatusView::Full) {
+        doc["coordinator"] = in.address;
+        doc["join"] = in.address; // what volunteers paste: the address and its pin
+    }
     return doc.dump();
 }
 

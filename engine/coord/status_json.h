@@ -8,6 +8,7 @@
 #include "engine/coord/assignment.h"
 #include "engine/coord/node_registry.h"
 #include "engine/coord/plan_state.h"
+#include "engine/coord/status_view.h"
 
 namespace rookery::coord {
 
@@ -62,6 +63,6 @@ struct StatusInputs
 };
 
 /// The status document (docs/coordinator-api.md, "GET /v1/status").
-std::string statusJson(const StatusInputs &inputs);
+std::string statusJson(const StatusInputs &inputs, StatusView view);
 
 } // namespace rookery::coord

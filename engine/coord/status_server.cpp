@@ -21,6 +21,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/common/secret_token.h"
 #include "engine/common/version.h"
 #include "engine/net/net_context_impl.h"
 #include "engine/net/tcp_listen.h"
@@ -99,10 +100,11 @@ namespace {
 class FeedSession final : public Closable, public std::enable_shared_from_this<FeedSession>
 {
 public:
-    FeedSession(Stream &&stream, std::shared_ptr<StatusServer::Impl> server)
+    FeedSession(Stream &&stream, std::shared_ptr<StatusServer::Impl> server, bool full)
         : m_ws(std::move(stream))
         , m_timer(m_ws.get_executor())
         , m_server(std::move(server))
+        , m_full(full)
     { }
 
     void run(http::request<http::string_body> req)
@@ -164,12 +166,13 @@ private:
 
     void send(StatusDocument doc)
     {
-        if (m_writing || !doc.json)
+        auto &view = m_full ? doc.full : doc.json;
+        if (m_writing || !view)
             return; // the next tick sends the newest
         m_writing = true;
         m_sentVersion = doc.version;
         m_lastSent = Clock::now();
-        m_out = std::move(doc.json);
+        m_out = std::move(view);
         m_ws.async_write(asio::buffer(*m_out), [self = shared_from_this()](beast::error_code ec, size_t) {
             self->m_writing = false;
             if (ec)
@@ -180,6 +183,7 @@ private:
     websocket::stream<Stream> m_ws;
     asio::steady_timer m_timer;
     std::shared_ptr<StatusServer::Impl> m_server;
+    const bool m_full; // the operator's view
     beast::flat_buffer m_in;
     std::shared_ptr<const std::string> m_out;
     bool m_writing = false;
@@ -242,12 +246,22 @@ private:
         auto req = m_parser->release();
         const std::string target(req.target());
         const std::string path = target.substr(0, target.find('?'));
+        const auto access = accessOf(req);
+        if (access == Access::Refused)
+            return respond(http::status::unauthorized,
+                           errorBody(m_server->config.operatorToken.empty()
+                                         ? "this coordinator gives no full view: send no Authorization header"
+                                         : "the operator token does not match: send 'Authorization: Bearer <token>' "
+                                           "with the token in the coordinator's data directory (operator-token), or "
+                                           "no Authorization header for the public view"),
+                           req.version(), false);
+        const bool full = access == Access::Full;
         if (websocket::is_upgrade(req)) {
             if (path != "/v1/status/feed")
                 return respond(http::status::not_found,
                                errorBody("no WebSocket at '" + path + "'; the feed is /v1/status/feed"), req.version(),
                                false);
-            auto feed = std::make_shared<FeedSession>(std::move(m_stream), m_server);
+            auto feed = std::make_shared<FeedSession>(std::move(m_stream), m_server, full);
             m_server->track(feed);
             return feed->run(std::move(req));
         }
@@ -260,7 +274,8 @@ private:
                 v, keep);
         if (path == "/v1/status") {
             const auto doc = m_server->source();
-            return respond(http::status::ok, doc.json ? *doc.json : "{}", v, keep);
+            const auto &view = full ? doc.full : doc.json;
+            return respond(http::status::ok, view ? *view : "{}", v, keep);
         }
         if (path == "/v1/status/feed")
             return respond(http::status::bad_request,
@@ -275,6 +290,22 @@ private:
         }
         respond(http::status::not_found, errorBody("no such path '" + path + "'; try /v1/status or /v1/status/feed"), v,
                 keep);
+    }
+
+    enum class Access { Public, Full, Refused };
+
+    Access accessOf(const http::request<http::string_body> &req) const
+    {
+        const auto it = req.find(http::field::authorization);
+        if (it == req.end())
+            return Access::Public;
+        constexpr std::string_view kBearer = "Bearer ";
+        const std::string_view header(it->value().data(), it->value().size());
+        const auto &token = m_server->config.operatorToken;
+        if (token.empty() || header.substr(0, kBearer.size()) != kBearer ||
+            !sameToken(header.substr(kBearer.size()), token))
+            return Access::Refused;
+        return Access::Full;
     }
 
     void respond(http::status status, std::string body, unsigned version, bool keep,

@@ -19,18 +19,25 @@ struct StatusServerConfig
     net::TlsCredentials credentials; ///< the coordinator's certificate and key
     std::chrono::milliseconds feedInterval{1000};
     size_t maxConnections = 256;
+    /// Requests that send it ("Authorization: Bearer <token>") get the full view; empty:
+    /// nobody does.
+    std::string operatorToken;
 };
 
-/// The current status document and a version that changes whenever it does.
+/// The current status document in both views (status_json.h, StatusView) and a version
+/// that changes whenever it does.
 struct StatusDocument
 {
     uint64_t version = 0;
-    std::shared_ptr<const std::string> json;
+    std::shared_ptr<const std::string> json; ///< the public view
+    std::shared_ptr<const std::string> full; ///< the operator's view
 };
 
 /// The coordinator's status API: HTTPS (TLS 1.3, the coordinator's certificate) on its
 /// own port. GET /v1/status returns the status JSON; GET /v1/status/feed upgrades to a
-/// WebSocket that pushes it every feed interval, and sooner when it changes. Malformed
+/// WebSocket that pushes it every feed interval, and sooner when it changes. Both serve
+/// the public view, or the full one to a request with the operator token; a request
+/// with any other Authorization gets 401 and the public view is not implied. Malformed
 /// requests get 400, other methods 405 and unknown paths 404, each with a JSON body
 /// {"error": "..."} naming the problem. GET /metrics answers from `metrics` (Prometheus
 /// text, coordinator_metrics.h) when one is given, else 404.

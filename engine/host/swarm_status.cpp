@@ -115,7 +115,7 @@ SwarmStatusView parseSwarmStatus(std::string_view text, const std::string &selfI
 }
 
 std::string fetchSwarmStatus(const std::string &host, uint16_t port, const std::string &pin,
-                             std::chrono::milliseconds timeout)
+                             std::chrono::milliseconds timeout, const std::string &operatorToken)
 {
     const std::string where = "the coordinator's status at " + host + ":" + std::to_string(port);
     asio::io_context ioc;
@@ -135,6 +135,8 @@ std::string fetchSwarmStatus(const std::string &host, uint16_t port, const std::
     tcp.expires_after(timeout);
     http::request<http::empty_body> request{http::verb::get, "/v1/status", 11};
     request.set(http::field::host, host);
+    if (!operatorToken.empty())
+        request.set(http::field::authorization, "Bearer " + operatorToken);
     beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
     std::optional<std::string> failure;
@@ -167,7 +169,8 @@ std::string fetchSwarmStatus(const std::string &host, uint16_t port, const std::
         throw Error("cannot read " + where + ": no answer within " + std::to_string(timeout.count()) + " ms");
     const auto &response = parser.get();
     if (response.result() != http::status::ok)
-        throw Error(where + " answered " + std::to_string(response.result_int()));
+        throw Error(where + " answered " + std::to_string(response.result_int()) +
+                    (response.body().empty() ? std::string() : ": " + response.body().substr(0, 300)));
     tcp.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     return response.body();
 }

@@ -33,11 +33,12 @@ SwarmStatusView parseSwarmStatus(std::string_view json, const std::string &selfI
 
 /// GET https://host:port/v1/status, accepting only the certificate whose SHA-256 is
 /// `pin` (the coordinator's, from its address). Everything, connect included, within
-/// `timeout`. Returns the body; throws rookery::Error saying what failed.
+/// `timeout`. The public view, or the full one with the coordinator's operator token.
+/// Returns the body; throws rookery::Error saying what failed.
 ///
 /// Thread safety: may be called from any thread; blocks the caller up to `timeout`.
 std::string fetchSwarmStatus(const std::string &host, uint16_t port, const std::string &pin,
-                             std::chrono::milliseconds timeout);
+                             std::chrono::milliseconds timeout, const std::string &operatorToken = {});
 
 struct SwarmStatusFeedSettings
 {

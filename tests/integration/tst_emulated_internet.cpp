@@ -23,8 +23,10 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 
 #include "engine/common/error.h"
+#include "engine/common/secret_token.h"
 #include "engine/host/swarm_status.h"
 #include "engine/net/coordinator_address.h"
 #include "tests/engine/net/netns_lab.h"
@@ -59,10 +61,24 @@ std::pair<QString, int> splitAddress(const QString &address)
 class StatusWatch
 {
 public:
-    StatusWatch(const test::EmulatedInternet &net, std::string pin)
+    /// `token`: the coordinator's operator token, for the full view (addresses).
+    StatusWatch(const test::EmulatedInternet &net, std::string pin, std::string token)
         : m_net(net)
         , m_pin(std::move(pin))
+        , m_token(std::move(token))
     { }
+
+    /// The public view, as anyone on the internet reads it; empty on failure (error()).
+    QByteArray readPublic()
+    {
+        test::NetnsScope inside(m_net.ns(Site::Public));
+        try {
+            return QByteArray::fromStdString(host::fetchSwarmStatus(in::kCoordinator, kStatusPort, m_pin, 2000ms));
+        } catch (const Error &e) {
+            m_error = QString::fromStdString(e.what());
+            return {};
+        }
+    }
 
     /// Reads the status until `holds` is true of it, or `timeout` passes.
     bool waitUntil(const std::function<bool(const QJsonObject &)> &holds, std::chrono::milliseconds timeout)
@@ -99,7 +115,7 @@ private:
             return;
         }
         try {
-            const std::string body = host::fetchSwarmStatus(in::kCoordinator, kStatusPort, m_pin, 2000ms);
+            const std::string body = host::fetchSwarmStatus(in::kCoordinator, kStatusPort, m_pin, 2000ms, m_token);
             m_last = QJsonDocument::fromJson(QByteArray::fromStdString(body)).object();
             m_error.clear();
             if (observe)
@@ -111,6 +127,7 @@ private:
 
     const test::EmulatedInternet &m_net;
     std::string m_pin;
+    std::string m_token;
     QJsonObject m_last;
     QString m_error;
     QElapsedTimer m_sinceRead;
@@ -275,7 +292,13 @@ private Q_SLOTS:
                                     &m_coordinator, &why);
         QVERIFY2(!join.isEmpty(), qPrintable(why + logs()));
         const auto address = net::CoordinatorAddress::parse(join.toStdString());
-        m_status = std::make_unique<StatusWatch>(*m_net, address.sha256);
+        std::string token;
+        try {
+            token = readToken(m_net->filePath(QStringLiteral("coordinator")).toStdString() + "/operator-token");
+        } catch (const Error &e) {
+            QFAIL(e.what());
+        }
+        m_status = std::make_unique<StatusWatch>(*m_net, address.sha256, token);
         m_status->observe = [this](const QJsonObject &status) { observe(status); };
 
         m_sinceNodesStarted.start();
@@ -352,6 +375,21 @@ private Q_SLOTS:
         }
         QCOMPARE(counts().value(QStringLiteral("reachable")).toInt(), 2);
         QCOMPARE(counts().value(QStringLiteral("unreachable")).toInt(), 2);
+
+        // Anyone may read the public view: the same nodes and verdicts, and no address
+        // (the routers' and the coordinator's are all IPv4 here), in notes neither.
+        const QByteArray body = m_status->readPublic();
+        QVERIFY2(!body.isEmpty(), qPrintable(m_status->error()));
+        const QJsonObject pub = QJsonDocument::fromJson(body).object();
+        QCOMPARE(pub.value(QStringLiteral("view")).toString(), QStringLiteral("public"));
+        QCOMPARE(pub.value(QStringLiteral("nodes")).toArray().size(), 4);
+        static const QRegularExpression ipv4(QStringLiteral("\\b\\d{1,3}(\\.\\d{1,3}){3}\\b"));
+        QVERIFY2(!ipv4.match(QString::fromUtf8(body)).hasMatch(), body.constData());
+        for (const QJsonValue &v : pub.value(QStringLiteral("nodes")).toArray()) {
+            QVERIFY2(!v.toObject().contains(QStringLiteral("address")), body.constData());
+            if (v.toObject().value(QStringLiteral("reachability")).toString() == QLatin1String("unreachable"))
+                QVERIFY2(!field(v.toObject(), "reachability_note").isEmpty(), body.constData());
+        }
     }
 
     // A1 dialling A2 where the swarm says A2 is (router A's WAN address, A2's mapped

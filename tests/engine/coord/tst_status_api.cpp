@@ -6,6 +6,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 
 #include <set>
@@ -17,6 +18,9 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
+#include "engine/common/secret_token.h"
+#include "engine/coord/operator_token.h"
+#include "engine/coord/status_json.h"
 #include "engine/net/identity.h"
 #include "engine/net/openssl_util.h"
 #include "engine/net/tls_context.h"
@@ -57,10 +61,13 @@ public:
         QCOMPARE(net::ossl::certFingerprint(cert), pin);
     }
 
-    Reply request(http::verb verb, const std::string &target)
+    /// `authorization`: the Authorization header's value, none when empty.
+    Reply request(http::verb verb, const std::string &target, const std::string &authorization = {})
     {
         http::request<http::string_body> req{verb, target, 11};
         req.set(http::field::host, "127.0.0.1");
+        if (!authorization.empty())
+            req.set(http::field::authorization, authorization);
         return exchange(req);
     }
 
@@ -144,7 +151,7 @@ private Q_SLOTS:
         QCOMPARE(r.contentType, std::string("application/json"));
         const auto &j = r.json;
         QCOMPARE(j["swarm"].toString(), QStringLiteral("test swarm"));
-        QCOMPARE(j["coordinator"].toString().toStdString(), m_coordinator->address());
+        QCOMPARE(j["view"].toString(), QStringLiteral("public"));
         QCOMPARE(j["run"].toObject()["model"].toString(), QStringLiteral("mlp"));
         QCOMPARE(j["run"].toObject()["microbatch"].toInt(), 64);
         QVERIFY(j["plan"].toObject()["planned"].toBool());
@@ -186,6 +193,93 @@ private Q_SLOTS:
         QCOMPARE(j["counts"].toObject()["online"].toInt(), 4);
         // Keep-alive: a second request on the same connection.
         QCOMPARE(c.request(http::verb::get, "/v1/status?pretty=0").status, 200);
+    }
+
+    // Anyone who can reach the status port reads the public view: no addresses, no
+    // hardware. The operator's token (0600 in the data directory) gives the full view.
+    void addressesNeedTheOperatorToken()
+    {
+        const auto tokenFile = m_coordinator->operatorTokenPath();
+        const std::string token = readToken(tokenFile); // throws if others may read it
+        QCOMPARE(token.size(), size_t(64));
+        auto c = client();
+        Reply pub = c.request(http::verb::get, "/v1/status");
+        QCOMPARE(pub.status, 200);
+        static const QRegularExpression ipv4(QStringLiteral("\\b\\d{1,3}(\\.\\d{1,3}){3}\\b"));
+        QVERIFY2(!ipv4.match(QString::fromStdString(pub.body)).hasMatch(), pub.body.c_str());
+        QVERIFY(!pub.json.contains("coordinator") && !pub.json.contains("join"));
+        QCOMPARE(pub.json["nodes"].toArray().size(), 4);
+        for (const auto &n : pub.json["nodes"].toArray())
+            for (const char *hidden : {"address", "gflops", "memory_bytes", "upload_bytes_per_second"})
+                QVERIFY2(!n.toObject().contains(QLatin1String(hidden)), hidden);
+
+        const Reply full = c.request(http::verb::get, "/v1/status", "Bearer " + token);
+        QCOMPARE(full.status, 200);
+        QCOMPARE(full.json["view"].toString(), QStringLiteral("full"));
+        QCOMPARE(full.json["coordinator"].toString().toStdString(), m_coordinator->address());
+        for (const auto &n : full.json["nodes"].toArray()) {
+            QVERIFY2(n.toObject()["address"].toString().startsWith("127.0.0.1:"), full.body.c_str());
+            QVERIFY(n.toObject()["gflops"].toDouble() > 0);
+        }
+        QCOMPARE(full.json["nodes"].toArray().size(), 4);
+
+        // A wrong token is refused, not quietly given the public view.
+        for (const std::string &bad :
+             std::vector<std::string>{"Bearer " + std::string(64, '0'), "Bearer ", "Basic " + token, token}) {
+            auto c2 = client();
+            const Reply r = c2.request(http::verb::get, "/v1/status", bad);
+            QCOMPARE(r.status, 401);
+            QVERIFY2(r.json["error"].toString().contains("operator-token"), r.body.c_str());
+        }
+
+        // The feed, too: public without the token, full with it.
+        for (const bool withToken : {false, true}) {
+            auto c3 = client();
+            websocket::stream<Stream &> ws(c3.stream());
+            if (withToken)
+                ws.set_option(websocket::stream_base::decorator(
+                    [&](websocket::request_type &req) { req.set(http::field::authorization, "Bearer " + token); }));
+            ws.handshake("127.0.0.1", "/v1/status/feed");
+            beast::flat_buffer b;
+            ws.read(b);
+            const auto j =
+                QJsonDocument::fromJson(QByteArray::fromStdString(beast::buffers_to_string(b.data()))).object();
+            QCOMPARE(j["view"].toString(), withToken ? QStringLiteral("full") : QStringLiteral("public"));
+            QCOMPARE(j["nodes"].toArray().first().toObject().contains("address"), withToken);
+            ws.close(websocket::close_code::normal);
+        }
+
+        // A restarted coordinator keeps its token (the file is read, not remade).
+        QCOMPARE(coord::loadOrCreateOperatorToken(tokenFile.parent_path()), token);
+    }
+
+    // A reachability note names the address the coordinator dialled; the public view
+    // keeps the verdict's reason and drops the addresses.
+    void publicNotesNameNoAddress()
+    {
+        coord::StatusInputs in;
+        in.run = m_coordinator->run();
+        in.address = "wss://coordinator.example:7400/#sha256=00";
+        coord::NodeStatus n;
+        n.nodeId = "n1";
+        n.name = "home-b1";
+        n.address = "203.0.113.5:4100";
+        n.reachability = coord::Reachability::Unreachable;
+        n.reachabilityNote = "peers cannot dial it at 203.0.113.5:4100: no handshake within 5 s (via 198.51.100.7, "
+                             "[2001:db8::1]:4100)";
+        in.nodes.push_back(n);
+        const auto pub =
+            QJsonDocument::fromJson(QByteArray::fromStdString(coord::statusJson(in, coord::StatusView::Public)))
+                .object();
+        const QString note = pub["nodes"].toArray().first().toObject()["reachability_note"].toString();
+        QCOMPARE(note, QStringLiteral("peers cannot dial it at its address: no handshake within 5 s (via an address, "
+                                      "an address)"));
+        QVERIFY(!pub.contains("coordinator"));
+        const auto full =
+            QJsonDocument::fromJson(QByteArray::fromStdString(coord::statusJson(in, coord::StatusView::Full))).object();
+        QCOMPARE(full["nodes"].toArray().first().toObject()["reachability_note"].toString().toStdString(),
+                 n.reachabilityNote);
+        QCOMPARE(full["coordinator"].toString().toStdString(), in.address);
     }
 
     void badRequestsGetClearErrors()

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/common/secret_token.h"
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "engine/common/error.h"
+#include "engine/common/paths.h"
+
+namespace rookery {
+
+std::string newToken()
+{
+    unsigned char bytes[32];
+    if (RAND_bytes(bytes, sizeof bytes) != 1)
+        throw Error("cannot make a token: the random number generator failed");
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string token;
+    for (const unsigned char b : bytes) {
+        token += kHex[b >> 4];
+        token += kHex[b & 15];
+    }
+    return token;
+}
+
+std::string readToken(const std::filesystem::path &file)
+{
+    const std::string text = readPrivateFile(file);
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos)
+        throw Error(file.string() + " holds no token");
+    const auto last = text.find_last_not_of(" \t\r\n");
+    return text.substr(first, last - first + 1);
+}
+
+bool sameToken(std::string_view a, std::string_view b)
+{
+    return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+} // namespace rookery
