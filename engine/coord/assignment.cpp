@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/coord/assignment.h"
 
+#include <algorithm>
+
 #include "engine/common/error.h"
 #include "engine/swarm/outer_optimizer.h"
 
@@ -65,6 +67,18 @@ bool Assignment::sameExceptRings(const Assignment &o) const
            stages == o.stages && firstLayer == o.firstLayer && lastLayer == o.lastLayer && previous == o.previous &&
            next == o.next && shard.index == o.shard.index && shard.count == o.shard.count &&
            weightsFrom == o.weightsFrom && reason == o.reason;
+}
+
+bool Assignment::keepsStage(const Assignment &next) const
+{
+    const auto sameSeat = [](const RingRef &x, const RingRef &y) {
+        return x.ringId == y.ringId && x.firstLayer == y.firstLayer && x.lastLayer == y.lastLayer;
+    };
+    if (!std::equal(rings.begin(), rings.end(), next.rings.begin(), next.rings.end(), sameSeat))
+        return false;
+    Assignment same = next;
+    same.weightsFrom = weightsFrom; // only read as the stage starts
+    return sameExceptRings(same);
 }
 
 bool Assignment::sameReachability(const Assignment &o) const

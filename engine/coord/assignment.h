@@ -83,9 +83,13 @@ struct Assignment
     /// The same placement, whatever the version: what a node compares to know whether
     /// it must rebuild its stage.
     bool samePlacement(const Assignment &other) const;
-    /// The same placement but perhaps other ring members (a cluster away, or back): the
-    /// node keeps its stage and changes only its rings.
+    /// The same placement but perhaps other ring members (a cluster away, or back).
     bool sameExceptRings(const Assignment &other) const;
+    /// What a node that runs `*this` may take over without a new stage: the same
+    /// placement with other members in the same rings (ids and layer ranges), and perhaps
+    /// without the `weightsFrom` it started from (its source left). A ring that is new
+    /// or gone (another cluster was re-cut) needs a new stage.
+    bool keepsStage(const Assignment &next) const;
     /// The same verdicts on who can be dialled (this node and every peer it names): a
     /// node that hears of a change re-decides which links it dials, and keeps its stage.
     bool sameReachability(const Assignment &other) const;

@@ -83,13 +83,7 @@ bool NodeRun::follow(const coord::Assignment &a)
             return true;
     }
     const bool placementChanged = !m_current || !m_current->samePlacement(a);
-    // Where to fetch taken-over layers from matters only when a stage starts: a source
-    // that has since left (and so is dropped from the assignment) is no reason to restart.
-    const bool ringsOnly = placementChanged && m_current && [&] {
-        coord::Assignment same = a;
-        same.weightsFrom = m_current->weightsFrom;
-        return m_current->sameExceptRings(same);
-    }();
+    const bool ringsOnly = placementChanged && m_current && m_current->keepsStage(a);
     const bool ringsChanged = !m_current || m_current->rings != a.rings;
     const bool dialsChanged = m_current && !m_current->sameReachability(a);
     m_current = a;

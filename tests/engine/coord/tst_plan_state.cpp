@@ -459,6 +459,39 @@ private Q_SLOTS:
             addresses, {{"a", second.at("a")}, {"c", second.at("c")}});
         QCOMPARE(fifth.at("d").weightsFrom.nodeId, std::string("c"));
     }
+
+    // A node keeps its running stage when only its rings' members change, or when the
+    // source it fetched from is dropped; a ring over other layers needs a new stage.
+    void aStageIsKeptOnlyForNewRingMembers()
+    {
+        Assignment a;
+        a.state = AssignmentState::Training;
+        a.cluster = 0;
+        a.clusterCount = 2;
+        a.stages = 2;
+        a.firstLayer = 0;
+        a.lastLayer = 3;
+        a.rings = {RingRef{3, 0, 3, 0, {{"a", "10.0.0.1:1"}, {"c", "10.0.0.3:1"}}}}; // id: (first << 32) | last
+        a.weightsFrom = {"c", "10.0.0.3:1"};
+        QVERIFY(a.keepsStage(a));
+        Assignment alone = a; // c's cluster is away: a averages alone for now
+        alone.rings[0].members = {{"a", "10.0.0.1:1"}};
+        alone.rings[0].rank = 0;
+        QVERIFY(a.keepsStage(alone));
+        Assignment sourceGone = a; // the node it fetched from left
+        sourceGone.weightsFrom = {};
+        QVERIFY(a.keepsStage(sourceGone));
+        Assignment recut = a; // c's cluster was re-cut: the shared layers are now 0-1 and 2
+        recut.rings = {RingRef{2, 0, 2, 0, a.rings[0].members},
+                       RingRef{(uint64_t(2) << 32) | 3, 2, 3, 0, a.rings[0].members}};
+        QVERIFY(!a.keepsStage(recut));
+        Assignment moved = a; // its own layers changed
+        moved.lastLayer = 4;
+        QVERIFY(!a.keepsStage(moved));
+        Assignment otherNext = a;
+        otherNext.next = {"d", "10.0.0.4:1"};
+        QVERIFY(!a.keepsStage(otherNext));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestPlanState)
