@@ -31,6 +31,7 @@ int main(int argc, char **argv)
     int cores = 1;
     int cpuPercent = 100;
     int64_t graceSeconds = 0;
+    int poisoner = 0;
     bool fresh = false, quiet = false, throughRelay = false, overlap = false, stragglers = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
@@ -60,6 +61,9 @@ int main(int argc, char **argv)
     p.add_flag("--straggler-check", stragglers,
                "the coordinator re-cuts a cluster around a stage much slower than its peers (its "
                "--straggler-check 5; experimental)");
+    cli::addWholeNumber(p, "--testing-misbehave", poisoner, 1, 64, "N",
+                        "testing: node N sends its ring chunks scaled by -1e6 (ROOKERY_TESTING_MISBEHAVE=ring-poison), "
+                        "to watch the others refuse them");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
     p.add_flag("--overlap-averaging", overlap,
                "averaging rounds run beside training, on a snapshot of the weights (the coordinator's "
@@ -99,6 +103,8 @@ int main(int argc, char **argv)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--straggler-check", "5"});
     if (graceSeconds > 0)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--rejoin-grace-ms", std::to_string(graceSeconds * 1000)});
+    if (poisoner > 0)
+        s.nodeEnvironment[poisoner] = {"ROOKERY_TESTING_MISBEHAVE=ring-poison"};
     if (throughRelay) { // port 1 on loopback: nothing listens, the coordinator's check fails at once
         s.nodeArgs.insert(s.nodeArgs.end(), {"--public-address", "127.0.0.1:1"});
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--reachability-timeout", "3"});

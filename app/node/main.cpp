@@ -104,11 +104,12 @@ participant::SwarmNode::Callbacks swarmConsole(bool quiet)
         if (p.window > 0)
             std::snprintf(window, sizeof window, "  window %d, staleness %.1f", p.window, p.staleness);
         std::printf(
-            "step %lld/%lld  %s samples/s%s%s%s  rings %lld ok, %lld skipped  sent %llu bytes (%llu in rings)\n",
+            "step %lld/%lld  %s samples/s%s%s%s  rings %lld ok, %lld skipped%s  sent %llu bytes (%llu in rings)\n",
             (long long)p.step, (long long)p.totalSteps, format::count(int64_t(p.samplesPerSecond)).c_str(), window,
             p.loss > 0 ? ("  loss " + std::to_string(p.loss).substr(0, 6)).c_str() : "", acc.c_str(),
-            (long long)p.ringRounds, (long long)p.ringSkipped, (unsigned long long)p.bytesSent,
-            (unsigned long long)p.ringBytesSent);
+            (long long)p.ringRounds, (long long)p.ringSkipped,
+            p.ringRejected > 0 ? (" (" + std::to_string(p.ringRejected) + " rejected)").c_str() : "",
+            (unsigned long long)p.bytesSent, (unsigned long long)p.ringBytesSent);
     };
     return cb;
 }

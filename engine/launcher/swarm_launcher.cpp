@@ -26,6 +26,7 @@ struct Child
 {
     std::string name;
     std::vector<std::string> args; // program first
+    std::vector<std::string> env;  // NAME=VALUE added to this process's environment
     pid_t pid = 0;
     int out = -1; // read end of its stdout+stderr
     std::string partial;
@@ -52,13 +53,19 @@ void spawn(Child &c)
     for (auto &a : c.args)
         argv.push_back(a.data());
     argv.push_back(nullptr);
+    std::vector<char *> envp;
+    for (char **e = environ; *e; ++e)
+        envp.push_back(*e);
+    for (auto &e : c.env)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid == 0) { // only async-signal-safe calls from here on
         ::dup2(out[1], STDOUT_FILENO);
         ::dup2(out[1], STDERR_FILENO);
         if (::prctl(PR_SET_PDEATHSIG, SIGTERM) == 0 && ::getppid() == parent)
-            ::execve(argv[0], argv.data(), environ);
+            ::execve(argv[0], argv.data(), envp.data());
         else
             errno = ESRCH; // the parent is already gone
         const int err = errno;
@@ -274,6 +281,8 @@ void SwarmLauncher::start(std::chrono::seconds timeout)
         if (d->statusPort > 0) // for the peer graph of a desktop attached to the node
             c.args.insert(c.args.end(), {"--status-port", std::to_string(d->statusPort)});
         c.args.insert(c.args.end(), s.nodeArgs.begin(), s.nodeArgs.end());
+        if (const auto it = s.nodeEnvironment.find(i + 1); it != s.nodeEnvironment.end())
+            c.env = it->second;
         spawn(c);
         if (d->lines)
             d->lines(c.name, "started, pid " + std::to_string(c.pid));

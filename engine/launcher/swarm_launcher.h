@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct SwarmLauncherSettings
     std::vector<std::string> coordinatorArgs; ///< e.g. --model, --steps, --averaging-interval
     std::vector<std::string> nodeArgs;        ///< e.g. --max-cores 1
     bool restartCrashed = true;               ///< a node killed by a signal is started again (it resumes)
+    /// Extra NAME=VALUE environment entries for node i (counted from 1): testing options
+    /// such as ROOKERY_TESTING_MISBEHAVE for one node of the swarm.
+    std::map<int, std::vector<std::string>> nodeEnvironment;
 };
 
 /// Starts and supervises the processes. Output lines of every child are collected with

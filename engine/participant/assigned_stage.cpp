@@ -382,6 +382,15 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
             if (const size_t l = swarm::layerOfParameter(p.name); l >= ring.ref.firstLayer && l < ring.ref.lastLayer)
                 change.before.push_back(p);
         auto outcome = averaging.average(snapshot, ring.place(), round, *ring.links);
+        if (outcome.result.rejected) { // poison stops here; the previous member sent it
+            std::lock_guard lock(mutex);
+            ++progress.ringRejected;
+            ++progress.rejectedBy[ring.previous];
+            log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
+                                      std::to_string(ring.ref.lastLayer - 1) + ": " + outcome.result.rejection +
+                                      "; used this stage's own values in their place (from peer " +
+                                      ring.previous.substr(0, 12) + ")");
+        }
         if (!outcome.result.complete) {
             ring.outer.reset(); // the members now differ: the next round starts from its average
             std::lock_guard lock(mutex);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,11 +61,13 @@ struct StageProgress
     /// What this stage could take if never starved: samples per second of its own time
     /// (computing, or held by its governor's CPU cap), recent average; 0 until known.
     double ownSamplesPerSecond = 0;
-    double staleness = 0;    ///< mean over this run's backwards so far
-    int window = 0;          ///< root: microbatches in flight allowed now; 0 elsewhere
-    int64_t ringRounds = 0;  ///< averaging rounds completed
-    int64_t ringSkipped = 0; ///< rounds abandoned (a member away or silent)
-    uint64_t bytesSent = 0;  ///< on every peer link of this node so far (TLS records included)
+    double staleness = 0;     ///< mean over this run's backwards so far
+    int window = 0;           ///< root: microbatches in flight allowed now; 0 elsewhere
+    int64_t ringRounds = 0;   ///< averaging rounds completed
+    int64_t ringSkipped = 0;  ///< rounds abandoned (a member away or silent)
+    int64_t ringRejected = 0; ///< rounds in which the previous member sent values that cannot be honest
+    std::map<std::string, int64_t> rejectedBy; ///< those by the node that sent them
+    uint64_t bytesSent = 0;                    ///< on every peer link of this node so far (TLS records included)
     /// Of them, the values of this stage's ring chunks (its averaging; every member of a
     /// ring is in another cluster, so all of it crosses clusters). Counted per assignment.
     uint64_t ringBytesSent = 0;
@@ -122,6 +125,7 @@ public:
     void poke();
     /// The same placement with other ring members (a cluster left the rings while it is
     /// away, or came back): taken between averaging rounds, without stopping the stage.
+    /// Only rings the stage has (by id) change; new rings need a new stage.
     void updateRings(const std::vector<coord::RingRef> &rings);
     /// Where the stage stands. Finished is final; Failed lasts until poke() starts
     /// another run.

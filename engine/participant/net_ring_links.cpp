@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/net_ring_links.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
+#include "engine/common/error.h"
+#include "engine/common/log.h"
 #include "engine/participant/peer_mesh.h"
 
 namespace rookery::participant {
@@ -61,8 +65,26 @@ void NetRingLinks::setNeighbours(std::string next, std::string previous)
     m_queue.clear();
 }
 
+bool poisonsRingChunks()
+{
+    static const bool poison = [] {
+        const char *v = std::getenv("ROOKERY_TESTING_MISBEHAVE");
+        if (!v || !*v)
+            return false;
+        if (std::string_view(v) != "ring-poison")
+            throw Error(std::string("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '") + v + "' (ring-poison)");
+        log::warning("swarm", "ROOKERY_TESTING_MISBEHAVE=ring-poison (a testing option): this node sends every ring "
+                              "chunk scaled by -1e6");
+        return true;
+    }();
+    return poison;
+}
+
 void NetRingLinks::sendNext(swarm::RingChunk chunk)
 {
+    if (poisonsRingChunks())
+        for (auto &x : chunk.values)
+            x *= -1e6f;
     std::string next;
     {
         std::lock_guard lock(m_mutex);

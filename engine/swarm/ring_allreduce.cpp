@@ -2,6 +2,9 @@
 #include "engine/swarm/ring_allreduce.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "engine/common/error.h"
 
@@ -11,6 +14,34 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int wrap(int i, int n) { return ((i % n) + n) % n; }
+
+// Whether `received`, the sum of `members` members' values of a chunk, can be honest,
+// judged against this member's own values of it: all finite, and its mean no farther
+// from them than their own size (plus a little, for chunks near zero). The members'
+// weights were averaged at the last round and have moved only by the steps since, so
+// an honest mean sits close; a chunk scaled up, sign-flipped or replaced sits far.
+// Empty when plausible, else why not.
+std::string implausible(std::span<const float> received, std::span<const float> own, int members)
+{
+    double distance = 0, norm = 0;
+    const double inv = 1.0 / double(members);
+    for (size_t i = 0; i < own.size(); ++i) {
+        if (!std::isfinite(received[i]))
+            return "a value that is not finite (element " + std::to_string(i) + ")";
+        const double d = double(received[i]) * inv - double(own[i]);
+        distance += d * d;
+        norm += double(own[i]) * double(own[i]);
+    }
+    distance = std::sqrt(distance);
+    norm = std::sqrt(norm);
+    const double bound = kPlausibleDistance * norm + 0.01 * std::sqrt(double(own.size()));
+    if (distance <= bound)
+        return {};
+    char text[160];
+    std::snprintf(text, sizeof text, "a mean %.3g away from this member's own values (norm %.3g, limit %.3g)", distance,
+                  norm, bound);
+    return text;
+}
 
 } // namespace
 
@@ -85,6 +116,22 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
                            " (members disagree on the model?)";
             result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
             return result;
+        }
+        // Reduce-scatter brings the sum of s + 1 members' values, all-gather the sum of
+        // all of them: either way comparable with this member's own values of the chunk.
+        // One that cannot be honest is replaced by what those members would have sent
+        // had they all held this member's values, and the round goes on: the ring
+        // completes (nobody waits out a timeout) and the poison stops here.
+        const auto [ob, oe] = chunkRange(values.size(), size, recvChunk);
+        const std::span<const float> own(values.data() + ob, oe - ob);
+        const int members = gather ? size : s + 1;
+        if (const std::string why = implausible(in->values, own, members); !why.empty()) {
+            if (!result.rejected)
+                result.rejection = "ring round " + std::to_string(round) + ": refused the previous member's chunk " +
+                                   std::to_string(recvChunk) + " (step " + std::to_string(step) + "): " + why;
+            result.rejected = true;
+            for (size_t i = 0; i < own.size(); ++i)
+                in->values[i] = own[i] * float(members);
         }
         if (gather)
             std::copy(in->values.begin(), in->values.end(), dst.begin());

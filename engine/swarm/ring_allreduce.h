@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace rookery::swarm {
@@ -36,12 +37,20 @@ struct RingResult
 {
     bool complete = false; ///< false: a neighbour went silent; values are unchanged
     std::string error;     ///< why not complete
+    /// The previous member sent values that cannot be honest; this member used its own
+    /// in their place (`rejection` says where and why, for the first one).
+    bool rejected = false;
+    std::string rejection;
     uint64_t bytesSent = 0;
     double seconds = 0;
     /// When a neighbour was already in a later round: its chunk that ended this round,
     /// handed back so that the caller can join that round (RingAveraging does).
     std::optional<RingChunk> newer;
 };
+
+/// How far from a member's own values of a chunk the mean of what it receives may be,
+/// in multiples of the norm of its own values (see ringAllReduceAverage).
+inline constexpr double kPlausibleDistance = 1.5;
 
 /// Averages `values` in place with the other `size` members of a ring, as the
 /// bandwidth-optimal ring all-reduce does: the values are cut into `size` chunks; in
@@ -50,6 +59,17 @@ struct RingResult
 /// then circulate the sums. Every member sends 2(n-1)/n of the data in total,
 /// whatever n is. Chunks of an older round are skipped; a chunk of a newer round, or
 /// silence past `timeout`, abandons this round and leaves `values` as they were.
+///
+/// Every chunk received is checked before it is used, so that one bad member cannot
+/// spread NaN or chosen weights: the mean it implies (the sum over the members it
+/// holds) must be finite and within kPlausibleDistance times the norm of this member's
+/// own values of that chunk (plus 0.01 per sqrt(element)) of them. A chunk that is not
+/// is replaced by this member's own values times those members (as if they all agreed
+/// with it) and the round goes on (`rejected`): the ring still completes, so nobody
+/// waits out a timeout, and what this member passes on is plausible. Each honest member
+/// checks what it receives, so a bad chunk is caught by the first honest member after
+/// its sender: the previous member is the one to blame. The cost: that chunk's average
+/// leans towards this member's values for the round.
 ///
 /// Thread safety: one call per member at a time; members run concurrently.
 RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uint64_t round, RingLinks &links,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Acceptance of the swarm: a coordinator and 4 node processes (2 clusters of 2 stages)
 // on loopback reach 85% test accuracy on Fashion-MNIST with the MLP; the same with one
-// node killed by SIGKILL mid-run and restarted, which resumes from its checkpoint; and a
-// launcher killed by SIGKILL takes its coordinator and nodes with it.
+// node killed by SIGKILL mid-run and restarted, which resumes from its checkpoint; with
+// one node poisoning its ring chunks; and a launcher killed by SIGKILL takes its
+// coordinator and nodes with it.
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -70,6 +71,44 @@ private Q_SLOTS:
         qInfo("final test accuracy %.2f%% and %.2f%%", acc[0] * 100, acc[1] * 100);
         QCOMPARE(acc[0], acc[1]);
         QVERIFY2(acc[0] >= 0.80, qPrintable(run.output.right(3000)));
+    }
+
+    // A hostile volunteer: node 1 sends its ring chunks scaled by -1e6 (a testing
+    // option). Its ring neighbour refuses every one of them, blames node 1 and uses its
+    // own values in their place, so rounds still complete (nobody waits out a timeout);
+    // nothing non-finite or scaled reaches an honest node; the run completes and both
+    // clusters still reach 85%.
+    void aPoisonedRingChunkIsRefused()
+    {
+        QTemporaryDir dir;
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        QVERIFY(run.start(dir.path(), false, {QStringLiteral("--testing-misbehave"), QStringLiteral("1")}));
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        QVERIFY2(run.output.contains(QStringLiteral("[node 1] warning swarm: ROOKERY_TESTING_MISBEHAVE=ring-poison")),
+                 qPrintable(run.output.left(3000)));
+        static const QRegularExpression idLine(QStringLiteral("\\[node 1\\] joining the swarm at \\S+ as node (\\w+)"));
+        const QString poisoner = idLine.match(run.output).captured(1).left(12);
+        QVERIFY2(!poisoner.isEmpty(), qPrintable(run.output.left(3000)));
+        // Refused, and every refusal blames node 1.
+        static const QRegularExpression refusal(QStringLiteral(
+            "\\[node (\\d)\\] warning swarm: averaging layers [0-9-]+: ring round \\d+: refused the previous "
+            "member's chunk [^\\n]*; used this stage's own values in their place \\(from peer (\\w+)\\)"));
+        int refusals = 0;
+        for (auto it = refusal.globalMatch(run.output); it.hasNext();) {
+            const auto m = it.next();
+            QVERIFY2(m.captured(1) != QLatin1String("1"), qPrintable(m.captured(0)));
+            QCOMPARE(m.captured(2), poisoner);
+            ++refusals;
+        }
+        qInfo("%d rounds refused, every one from node 1 (%s)", refusals, qPrintable(poisoner));
+        QVERIFY2(refusals >= 10, qPrintable(run.output.right(3000)));
+        // No honest stage ever trained on a non-finite value.
+        static const QRegularExpression badLoss(QStringLiteral("\\[node ([2-4])\\] step [^\\n]*loss (nan|inf|-nan)"));
+        QVERIFY2(!badLoss.match(run.output).hasMatch(), qPrintable(badLoss.match(run.output).captured(0)));
+        checkAccuracy(run);
     }
 
     // Every node advertises an address nobody can dial, as if behind NAT without a

@@ -7,7 +7,10 @@
 #include <random>
 #include <thread>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
 
 #include "engine/common/error.h"
 #include "engine/swarm/ring_allreduce.h"
@@ -36,10 +39,15 @@ public:
         , m_mine(mine)
         , m_mute(mute)
     { }
+    /// A misbehaving member: changes every chunk it sends.
+    std::function<void(RingChunk &)> tamper;
+
     void sendNext(RingChunk chunk) override
     {
         if (m_mute)
             return;
+        if (tamper)
+            tamper(chunk);
         std::lock_guard lock(m_next.mutex);
         m_next.queue.push_back(std::move(chunk));
         m_next.ready.notify_one();
@@ -66,16 +74,28 @@ struct RingRun
     std::vector<RingResult> results;
 };
 
+// What `n` ring members hold of `count` values: close to each other, as clusters are
+// between averaging rounds (the all-reduce refuses values far from the receiver's own):
+// a shared value in [1, 2) per element, and each member's drift of up to 0.2 from it.
+std::vector<std::vector<float>> memberValues(int n, size_t count)
+{
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> shared(1, 2), drift(-0.2f, 0.2f);
+    std::vector<float> base(count);
+    for (auto &x : base)
+        x = shared(rng);
+    std::vector<std::vector<float>> values(size_t(n), base);
+    for (auto &v : values)
+        for (auto &x : v)
+            x += drift(rng);
+    return values;
+}
+
 RingRun runRing(int n, size_t count, int muteRank = -1, uint64_t round = 1,
                 const std::function<void(std::vector<Mailbox> &)> &prefill = {})
 {
-    std::mt19937 rng(42);
-    std::uniform_real_distribution<float> dist(-1, 1);
     RingRun run;
-    run.values.assign(size_t(n), std::vector<float>(count));
-    for (auto &v : run.values)
-        for (auto &x : v)
-            x = dist(rng);
+    run.values = memberValues(n, count);
     std::vector<Mailbox> boxes(static_cast<size_t>(n));
     if (prefill)
         prefill(boxes);
@@ -91,6 +111,46 @@ RingRun runRing(int n, size_t count, int muteRank = -1, uint64_t round = 1,
     for (auto &t : threads)
         t.join();
     return run;
+}
+
+// A ring of `n` members close to each other (N(0, 1) weights, each member drifted by
+// N(0, drift)), with member `tamperer`'s outgoing chunks changed by `tamper` (none when
+// -1), run to the end.
+struct CloseRing
+{
+    std::vector<std::vector<float>> original, values;
+    std::vector<RingResult> results;
+};
+
+CloseRing runCloseRing(int n, size_t count, float drift, int tamperer = -1,
+                       std::function<void(RingChunk &)> tamper = {})
+{
+    std::mt19937 rng(7);
+    std::normal_distribution<float> weight(0, 1), drifted(0, drift);
+    std::vector<float> shared(count);
+    for (auto &x : shared)
+        x = weight(rng);
+    CloseRing ring;
+    ring.values.assign(size_t(n), shared);
+    for (auto &v : ring.values)
+        for (auto &x : v)
+            x += drifted(rng);
+    ring.original = ring.values;
+    std::vector<Mailbox> boxes(static_cast<size_t>(n));
+    std::vector<std::unique_ptr<QueueLinks>> links;
+    for (int r = 0; r < n; ++r)
+        links.push_back(std::make_unique<QueueLinks>(boxes[size_t((r + 1) % n)], boxes[size_t(r)]));
+    if (tamperer >= 0)
+        links[size_t(tamperer)]->tamper = std::move(tamper);
+    ring.results.resize(size_t(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+        threads.emplace_back([&, r] {
+            ring.results[size_t(r)] = ringAllReduceAverage(ring.values[size_t(r)], r, n, 1, *links[size_t(r)], 300ms);
+        });
+    for (auto &t : threads)
+        t.join();
+    return ring;
 }
 
 // One parameter "0.weight" holding `values`.
@@ -133,12 +193,11 @@ private Q_SLOTS:
     {
         QFETCH(int, members);
         QFETCH(int, count);
-        std::mt19937 rng(42);
-        std::uniform_real_distribution<float> dist(-1, 1);
         std::vector<double> expected(size_t(count), 0.0);
+        const auto held = memberValues(members, size_t(count));
         for (int r = 0; r < members; ++r)
             for (int i = 0; i < count; ++i)
-                expected[size_t(i)] += dist(rng) / double(members);
+                expected[size_t(i)] += held[size_t(r)][size_t(i)] / double(members);
         const RingRun run = runRing(members, size_t(count));
         for (int r = 0; r < members; ++r) {
             QVERIFY2(run.results[size_t(r)].complete, run.results[size_t(r)].error.c_str());
@@ -155,12 +214,10 @@ private Q_SLOTS:
     void silentMemberAbandonsTheRound()
     {
         const RingRun run = runRing(3, 300, /*muteRank=*/1);
-        std::mt19937 rng(42);
-        std::uniform_real_distribution<float> dist(-1, 1);
+        const auto held = memberValues(3, 300);
         for (int r = 0; r < 3; ++r) {
             QVERIFY(!run.results[size_t(r)].complete);
-            for (int i = 0; i < 300; ++i) // untouched
-                QCOMPARE(run.values[size_t(r)][size_t(i)], dist(rng));
+            QVERIFY(run.values[size_t(r)] == held[size_t(r)]); // untouched
         }
         QVERIFY(
             QString::fromStdString(run.results[2].error).contains(QStringLiteral("no data from the previous member")));
@@ -187,16 +244,69 @@ private Q_SLOTS:
         const RingPlace a{0, 1, 0, 2}, b{0, 1, 1, 2};
         for (int64_t i = 0; i < 4; ++i) {
             RingAveraging::Outcome x, y;
-            std::thread t([&] { y = ahead.average(parameter({float(10 + i), 2}), b, 8 + i, toA); });
-            x = behind.average(parameter({float(i), 4}), a, 5 + i, toB);
+            std::thread t([&] { y = ahead.average(parameter({float(110 + i), 22}), b, 8 + i, toA); });
+            x = behind.average(parameter({float(100 + i), 24}), a, 5 + i, toB);
             t.join();
             QVERIFY2(x.result.complete, x.result.error.c_str());
             QVERIFY2(y.result.complete, y.result.error.c_str());
-            QCOMPARE(first(x.parameters), float(5 + i)); // the average of i and 10 + i
-            QCOMPARE(first(y.parameters), float(5 + i));
+            QCOMPARE(first(x.parameters), float(105 + i)); // the average of 100 + i and 110 + i
+            QCOMPARE(first(y.parameters), float(105 + i));
             QCOMPARE(behind.roundOffset(), int64_t(3));
             QCOMPARE(ahead.roundOffset(), int64_t(0));
         }
+    }
+
+    // One member sends poison: the first honest member after it refuses it, blames it,
+    // and passes its own values on in its place; the round completes for everyone (no
+    // timeouts), and nothing non-finite or scaled reaches an honest member's weights.
+    void aPoisonedChunkIsRefused_data()
+    {
+        QTest::addColumn<int>("kind");
+        QTest::newRow("scaled by 1e6") << 0;
+        QTest::newRow("sign-flipped") << 1;
+        QTest::newRow("NaN") << 2;
+        QTest::newRow("infinite") << 3;
+    }
+
+    void aPoisonedChunkIsRefused()
+    {
+        QFETCH(int, kind);
+        constexpr int n = 4, bad = 2;
+        constexpr size_t count = 400;
+        const CloseRing ring = runCloseRing(n, count, 0.1f, bad, [kind](RingChunk &c) {
+            for (auto &x : c.values)
+                x = kind == 0   ? x * 1e6f
+                    : kind == 1 ? -x
+                    : kind == 2 ? std::numeric_limits<float>::quiet_NaN()
+                                : std::numeric_limits<float>::infinity();
+        });
+        const RingResult &next = ring.results[(bad + 1) % n];
+        QVERIFY2(next.rejected, next.rejection.c_str());
+        QVERIFY2(QString::fromStdString(next.rejection).contains(QStringLiteral("refused the previous member's chunk")),
+                 next.rejection.c_str());
+        for (int r = 0; r < n; ++r) {
+            QVERIFY2(ring.results[size_t(r)].complete, ring.results[size_t(r)].error.c_str());
+            if (r == bad)
+                continue;
+            QVERIFY2(!ring.results[size_t(r)].rejected || r == (bad + 1) % n,
+                     ring.results[size_t(r)].rejection.c_str());
+            // Averaged among close members: each value moved by about the drift, no more.
+            for (size_t i = 0; i < count; ++i) {
+                const float v = ring.values[size_t(r)][i];
+                QVERIFY(std::isfinite(v));
+                QVERIFY2(std::abs(v - ring.original[size_t(r)][i]) < 1.0f, qPrintable(QString::number(v)));
+            }
+        }
+    }
+
+    // The same members without the poison average as usual: the check does not get in
+    // the way of honest rounds, including the members' drift since the last one.
+    void closeMembersPassTheCheck()
+    {
+        const CloseRing ring = runCloseRing(4, 400, 0.5f);
+        for (const auto &r : ring.results)
+            QVERIFY2(r.complete && !r.rejected, r.rejection.c_str());
+        QVERIFY(ring.values[0] == ring.values[3]);
     }
 
     void mismatchedSizesAreRefused()
