@@ -136,7 +136,7 @@ struct AssignedStage::Impl
     void buildLinks();
     void buildRuntime();
     void restore();
-    bool restored = false; // restore() done: the stage may run and checkpoint
+    bool ready = false; // restore() done: the stage may run and checkpoint
     bool restoreCheckpoint(const std::string &what);
     std::optional<std::pair<size_t, size_t>> keepOwnLayers();
     void onUpdate(int64_t version);
@@ -584,10 +584,10 @@ AssignedStage::AssignedStage(PeerMesh &mesh, AssignedStageConfig config, Callbac
 
 void AssignedStage::restore()
 {
-    if (d->restored)
+    if (d->ready)
         return;
     d->restore();
-    d->restored = true;
+    d->ready = true;
 }
 
 AssignedStage::~AssignedStage()
@@ -608,7 +608,7 @@ AssignedStage::~AssignedStage()
         d->averagingThread.join();
     if (d->evaluation)
         d->evaluation->join();
-    if (d->restored) // never over a checkpoint with the run's initial weights
+    if (d->ready) // never over a checkpoint with the run's initial weights
         d->writer->submit(d->runtime->state());
     d->writer->flush();
 }
@@ -624,7 +624,7 @@ void AssignedStage::writable(const std::string &peer) { d->router->writable(peer
 
 void AssignedStage::poke()
 {
-    if (!d->restored)
+    if (!d->ready)
         return;
     {
         std::lock_guard lock(d->mutex);
