@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // A volunteer pauses for 60 s in a 2x2 swarm on loopback (rookery-local-swarm, each node
 // capped at 8% CPU; the pause through the node's control API, as the desktop's Pause
-// button does it). Its heartbeats say so, the
-// coordinator takes its cluster out of the rings, and the other cluster trains on
-// without abandoning a single averaging round for it; the paused cluster stands still and
-// then goes on from the step where it stopped, without rebuilding its stages; the run
-// completes with both clusters at 85% or more. And one whose computer sleeps past the
-// grace: its cluster is re-planned around it and the run still reaches 85%.
+// button does it). Its heartbeats say so, the coordinator takes its cluster out of the
+// rings, and the other cluster trains on, losing at most 10% of its speed and never
+// abandoning an averaging round for it; the paused cluster stands still and then goes on
+// from the step where it stopped, without rebuilding its stages; the run completes with
+// both clusters at 85% or more. And one whose computer sleeps past the grace: its
+// cluster is re-planned around it and the run still reaches 85%.
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -150,6 +150,10 @@ private Q_SLOTS:
         QCOMPARE(skipped3, skipped2);
         qInfo("the other cluster: %.1f steps/s before the pause, %.1f during it (ratio %.2f)", rateBefore, rateDuring,
               rateBefore > 0 ? rateDuring / rateBefore : 0.0);
+        // The bar: it loses at most 10% meanwhile. (On this 2-core machine it
+        // gains: the halted pair frees the cores; measured 1.41-2.03.)
+        QVERIFY2(rateDuring >= 0.9 * rateBefore,
+                 qPrintable(QStringLiteral("%1 steps/s before, %2 during").arg(rateBefore).arg(rateDuring)));
 
         const qsizetype resumedAt = run.output.size();
         QCOMPARE(post(work / "node-1", "/v1/resume"), 200);
