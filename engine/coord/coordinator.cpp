@@ -133,7 +133,8 @@ void Coordinator::Impl::start()
     sc.feedInterval = settings.statusFeedInterval;
     sc.operatorToken = loadOrCreateOperatorToken(settings.dataDir);
     status = std::make_unique<StatusServer>(
-        *net, sc, [this] { return statusDocument(); }, [this] { return coordinatorMetrics(statusInputs()); });
+        *net, sc, [this](StatusView view) { return statusDocument(view); },
+        [this] { return coordinatorMetrics(statusInputs()); });
     host = hostForAddress(settings);
     worker = std::thread([this] { work(); });
 }
@@ -200,19 +201,18 @@ void Coordinator::Impl::work()
         lock.lock();
     }
 }
-StatusDocument Coordinator::Impl::statusDocument()
+StatusDocument Coordinator::Impl::statusDocument(StatusView view)
 {
     const uint64_t version = statusVersion.load();
     std::lock_guard lock(statusMutex);
+    auto &cache = statusCaches[view == StatusView::Full ? 1 : 0];
     const auto now = Clock::now();
-    if (!statusCache || cacheVersion != version || now - cacheAt > std::chrono::milliseconds(500)) {
-        const auto in = statusInputs();
-        statusCache = std::make_shared<const std::string>(coord::statusJson(in, StatusView::Public));
-        fullStatusCache = std::make_shared<const std::string>(coord::statusJson(in, StatusView::Full));
-        cacheVersion = version;
-        cacheAt = now;
+    if (!cache.json || cache.version != version || now - cache.at > std::chrono::milliseconds(500)) {
+        cache.json = std::make_shared<const std::string>(coord::statusJson(statusInputs(), view));
+        cache.version = version;
+        cache.at = now;
     }
-    return {version, statusCache, fullStatusCache};
+    return {version, cache.json};
 }
 
 StatusInputs Coordinator::Impl::statusInputs()
@@ -269,11 +269,7 @@ uint16_t Coordinator::relayPort() const { return m->relayServer ? m->relayServer
 const std::string &Coordinator::certificatePem() const { return m->identity.certificatePem; }
 const std::string &Coordinator::caCertificatePem() const { return m->identity.ca.certificatePem(); }
 const RunConfig &Coordinator::run() const { return m->run; }
-std::string Coordinator::statusJson(StatusView view) const
-{
-    const auto doc = m->statusDocument();
-    return view == StatusView::Full ? *doc.full : *doc.json;
-}
+std::string Coordinator::statusJson(StatusView view) const { return *m->statusDocument(view).json; }
 
 std::filesystem::path Coordinator::operatorTokenPath() const { return coord::operatorTokenPath(m->settings.dataDir); }
 

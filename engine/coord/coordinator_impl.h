@@ -66,7 +66,7 @@ struct Coordinator::Impl
     void round(Clock::time_point now, std::map<std::string, Pending> events, bool republish, bool full);
     void publishPlacements();
     void checkStragglers(Clock::time_point now); ///< coordinator_stragglers.cpp
-    StatusDocument statusDocument();
+    StatusDocument statusDocument(StatusView view);
     StatusInputs statusInputs();
 
     void enqueueJoin(const std::string &id, const swarm::Capacity &c)
@@ -116,9 +116,13 @@ struct Coordinator::Impl
     std::mutex summaryMutex;
     PlanSummary summary;
     std::mutex statusMutex;
-    std::shared_ptr<const std::string> statusCache, fullStatusCache;
-    uint64_t cacheVersion = 0;
-    Clock::time_point cacheAt;
+    struct StatusCache // one per view, built when asked for
+    {
+        std::shared_ptr<const std::string> json;
+        uint64_t version = 0;
+        Clock::time_point at;
+    };
+    StatusCache statusCaches[2]; // by StatusView
 
     // Declared after everything their threads call into, so destroyed before it.
     std::unique_ptr<net::NetContext> net;

@@ -132,7 +132,7 @@ private:
         if (ec)
             return log::debug(kArea, "feed handshake failed: " + ec.message());
         m_ws.text(true);
-        send(m_server->source());
+        send(m_server->source(view()));
         read();
         tick();
     }
@@ -156,7 +156,7 @@ private:
             if (ec)
                 return;
             const auto since = Clock::now() - self->m_lastSent;
-            StatusDocument doc = self->m_server->source();
+            StatusDocument doc = self->m_server->source(self->view());
             if ((doc.version != self->m_sentVersion && since >= kMinFeedGap) ||
                 since >= self->m_server->config.feedInterval)
                 self->send(std::move(doc));
@@ -166,13 +166,12 @@ private:
 
     void send(StatusDocument doc)
     {
-        auto &view = m_full ? doc.full : doc.json;
-        if (m_writing || !view)
+        if (m_writing || !doc.json)
             return; // the next tick sends the newest
         m_writing = true;
         m_sentVersion = doc.version;
         m_lastSent = Clock::now();
-        m_out = std::move(view);
+        m_out = std::move(doc.json);
         m_ws.async_write(asio::buffer(*m_out), [self = shared_from_this()](beast::error_code ec, size_t) {
             self->m_writing = false;
             if (ec)
@@ -182,6 +181,8 @@ private:
 
     websocket::stream<Stream> m_ws;
     asio::steady_timer m_timer;
+    StatusView view() const { return m_full ? StatusView::Full : StatusView::Public; }
+
     std::shared_ptr<StatusServer::Impl> m_server;
     const bool m_full; // the operator's view
     beast::flat_buffer m_in;
@@ -273,9 +274,8 @@ private:
                 errorBody("method " + std::string(req.method_string()) + " is not allowed: the API is read-only (GET)"),
                 v, keep);
         if (path == "/v1/status") {
-            const auto doc = m_server->source();
-            const auto &view = full ? doc.full : doc.json;
-            return respond(http::status::ok, view ? *view : "{}", v, keep);
+            const auto doc = m_server->source(full ? StatusView::Full : StatusView::Public);
+            return respond(http::status::ok, doc.json ? *doc.json : "{}", v, keep);
         }
         if (path == "/v1/status/feed")
             return respond(http::status::bad_request,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/coord/status_view.h"
 #include "engine/net/net_context.h"
 #include "engine/net/tls_credentials.h"
 
@@ -24,13 +25,12 @@ struct StatusServerConfig
     std::string operatorToken;
 };
 
-/// The current status document in both views (status_json.h, StatusView) and a version
-/// that changes whenever it does.
+/// The current status document in one view (status_view.h) and a version that changes
+/// whenever it does.
 struct StatusDocument
 {
     uint64_t version = 0;
-    std::shared_ptr<const std::string> json; ///< the public view
-    std::shared_ptr<const std::string> full; ///< the operator's view
+    std::shared_ptr<const std::string> json;
 };
 
 /// The coordinator's status API: HTTPS (TLS 1.3, the coordinator's certificate) on its
@@ -47,7 +47,7 @@ struct StatusDocument
 class StatusServer
 {
 public:
-    using Source = std::function<StatusDocument()>;
+    using Source = std::function<StatusDocument(StatusView)>; ///< built only for the views asked for
     using MetricsSource = std::function<std::string()>;
 
     /// Binds at once; throws rookery::Error when it cannot.
