@@ -385,7 +385,6 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
         if (outcome.result.rejected) { // poison stops here; the previous member sent it
             std::lock_guard lock(mutex);
             ++progress.ringRejected;
-            ++progress.rejectedBy[ring.previous];
             log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
                                       std::to_string(ring.ref.lastLayer - 1) + ": " + outcome.result.rejection +
                                       "; used this stage's own values in their place (from peer " +

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -66,8 +65,7 @@ struct StageProgress
     int64_t ringRounds = 0;   ///< averaging rounds completed
     int64_t ringSkipped = 0;  ///< rounds abandoned (a member away or silent)
     int64_t ringRejected = 0; ///< rounds in which the previous member sent values that cannot be honest
-    std::map<std::string, int64_t> rejectedBy; ///< those by the node that sent them
-    uint64_t bytesSent = 0;                    ///< on every peer link of this node so far (TLS records included)
+    uint64_t bytesSent = 0;   ///< on every peer link of this node so far (TLS records included)
     /// Of them, the values of this stage's ring chunks (its averaging; every member of a
     /// ring is in another cluster, so all of it crosses clusters). Counted per assignment.
     uint64_t ringBytesSent = 0;
