@@ -53,11 +53,11 @@ void spawn(Child &c)
     for (auto &a : c.args)
         argv.push_back(a.data());
     argv.push_back(nullptr);
-    std::vector<char *> envp;
-    for (char **e = environ; *e; ++e)
-        envp.push_back(*e);
+    std::vector<char *> envp; // its own entries first: getenv() takes the first match
     for (auto &e : c.env)
         envp.push_back(e.data());
+    for (char **e = environ; *e; ++e)
+        envp.push_back(*e);
     envp.push_back(nullptr);
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
