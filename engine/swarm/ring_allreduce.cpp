@@ -17,10 +17,10 @@ int wrap(int i, int n) { return ((i % n) + n) % n; }
 
 // Whether `received`, the sum of `members` members' values of a chunk, can be honest,
 // judged against this member's own values of it: all finite, and its mean no farther
-// from them than their own size (plus a little, for chunks near zero). The members'
-// weights were averaged at the last round and have moved only by the steps since, so
-// an honest mean sits close; a chunk scaled up, sign-flipped or replaced sits far.
-// Empty when plausible, else why not.
+// from them than kPlausibleDistance times their norm (plus a little, for chunks near
+// zero). The members' weights were averaged at the last round and have moved only by
+// the steps since, so an honest mean sits close; a chunk scaled up, sign-flipped or
+// replaced sits far. Empty when plausible, else why not.
 std::string implausible(std::span<const float> received, std::span<const float> own, int members)
 {
     double distance = 0, norm = 0;
