@@ -120,26 +120,13 @@ Child startCoordinator(const std::filesystem::path &dataDir, int nodes)
     int pipefd[2];
     if (pipe(pipefd) != 0)
         throw Error("pipe failed");
-    const std::vector<std::string> args = {binary.string(),
-                                           "--data-dir",
-                                           dataDir.string(),
-                                           "--bind",
-                                           "127.0.0.1",
-                                           "--port",
-                                           "0",
-                                           "--status-port",
-                                           "0",
-                                           "--relay-port",
-                                           "0",
-                                           "--heartbeat-ms",
-                                           "1000",
-                                           "--first-plan-delay-ms",
-                                           "2000",
-                                           "--max-nodes",
-                                           std::to_string(nodes + 100),
-                                           "--io-threads",
-                                           "2",
-                                           "--quiet"};
+    const std::vector<std::string> args = {binary.string(), "--data-dir", dataDir.string(), "--bind", "127.0.0.1",
+                                           "--port", "0", "--status-port", "0", "--relay-port", "0", "--heartbeat-ms",
+                                           "1000", "--first-plan-delay-ms", "2000", "--max-nodes",
+                                           std::to_string(nodes + 100), "--io-threads", "2",
+                                           // Every synthetic node comes from 127.0.0.1.
+                                           "--open", "--max-nodes-per-address", "0", "--max-links-per-address", "0",
+                                           "--registrations-per-minute", "0", "--quiet"};
     const pid_t pid = fork();
     if (pid == 0) {
         dup2(pipefd[1], STDOUT_FILENO);

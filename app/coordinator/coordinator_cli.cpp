@@ -84,7 +84,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     RunChoices choices{"mlp", "sgd", run.optimizer.learningRate, run.optimizer.momentum, run.optimizer.weightDecay};
     std::vector<char *> args(argv, argv + argc);
     if (args.size() > 1 && std::string_view(args[1]) == "invite") {
-        o.invite = true; // the options that matter: --data-dir and --public-host
+        o.invite = true; // the options that matter: --data-dir, --public-host and the invite's
         args.erase(args.begin() + 1);
     }
 
@@ -117,6 +117,21 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     double relayMbit = 0;
     cli::addNumber(p, "--relay-mbit", relayMbit, 0, 100'000, "MBIT",
                    "cap each relayed link to this many Mbit/s each way (0: no cap)");
+    bool open = false;
+    p.add_flag("--open", open,
+               "admit anyone who can reach this coordinator, without an invite (a warning is logged; default: "
+               "invite-only, see 'invite' below)");
+    cli::addWholeNumber(p, "--max-nodes-per-address", s.addressLimits.maxNodesPerAddress, 0, 1'000'000, "N",
+                        "nodes registered at once from one IP address (0: no cap)");
+    cli::addNumber(p, "--registrations-per-minute", s.addressLimits.registrationsPerMinute, 0, 1e6, "N",
+                   "registrations accepted per minute from one IP address, after a burst (0: no cap)");
+    cli::addWholeNumber(p, "--max-links-per-address", s.maxLinksPerAddress, 0, 1'000'000, "N",
+                        "connections at once from one IP address, registered or not (0: no cap)");
+    auto *inviteGroup = p.add_option_group("invite", "With 'invite': the new join token");
+    cli::addWholeNumber(*inviteGroup, "--uses", o.inviteUses, 1, 1'000'000, "N", "new volunteers it admits");
+    cli::addWholeNumber(*inviteGroup, "--valid-days", o.inviteDays, 1, 3650, "D", "days until it expires");
+    inviteGroup->add_option("--note", o.inviteNote, "a note for the list (who it was for)")->type_name("TEXT");
+    inviteGroup->add_flag("--list", o.inviteList, "list the invites (uses left, expiry) instead of making one");
     declareRunOptions(p, run, choices);
     declareTimingOptions(p, timing);
     cli::addWholeNumber(p, "--expect-nodes", s.expectNodes, 0, 1'000'000, "N",
@@ -138,14 +153,19 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
              "  rookery-coordinator                                 MLP, SGD, ports 7400 and 7401\n"
              "  rookery-coordinator --model cnn --optimizer adamw --lr 0.001 --steps 20000\n"
              "  rookery-coordinator --bind 127.0.0.1 --port 0 --status-port 0   (a local test swarm)\n"
-             "  rookery-coordinator invite --data-dir DIR [--public-host HOST]\n"
-             "      print the join string of the coordinator running with DIR, for volunteers to paste\n\n"
+             "  rookery-coordinator invite --data-dir DIR [--uses N] [--valid-days D] [--public-host HOST]\n"
+             "      make a join token for N new volunteers (default 1, for 7 days) and print the join\n"
+             "      string that carries it, for volunteers to paste; --list shows the invites\n"
+             "  rookery-coordinator --open --bind 127.0.0.1   a swarm without invites (a local test)\n\n"
+             "Admission is by invite unless --open: a volunteer whose key the coordinator does not\n"
+             "know needs a join string from 'invite'. One that registered once needs none again.\n"
              "Restarting with the same run settings resumes the run: nodes reconnect and keep\n"
              "their assignments. Ctrl-C or SIGTERM stops it cleanly.\n"
              "Exit status: 0 stopped, 1 error, 2 bad command line.");
     if (cli::parse(p, int(args.size()), args.data()) != cli::Outcome::Run)
         return false;
     s.dataDir = dataDir;
+    s.admission = open ? coord::Admission::Open : coord::Admission::InviteOnly;
     s.reachabilityTimeout = std::chrono::seconds(reachabilitySeconds);
     s.stragglerCheckInterval = std::chrono::seconds(stragglerSeconds);
     s.relay = !noRelay;

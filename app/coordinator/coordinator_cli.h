@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <string>
+
 #include "engine/coord/coordinator.h"
 
 namespace rookery::app {
@@ -10,8 +12,13 @@ struct CoordinatorOptions
 {
     coord::CoordinatorSettings settings;
     bool quiet = false;
-    /// `rookery-coordinator invite`: print the running coordinator's join string and exit.
+    /// `rookery-coordinator invite`: make a join token, print the join string with it and
+    /// exit (with `inviteList`: list the invites instead).
     bool invite = false;
+    int64_t inviteUses = 1;
+    int64_t inviteDays = 7;
+    std::string inviteNote;
+    bool inviteList = false;
 };
 
 /// Parses argv into `options`; a first word "invite" sets `invite`. Returns false when

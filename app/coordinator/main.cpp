@@ -9,7 +9,10 @@
 #include "app/coordinator/coordinator_cli.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/common/wall_clock.h"
+#include "engine/coord/invite_book.h"
 #include "engine/coord/join_address.h"
+#include "engine/net/coordinator_address.h"
 
 namespace {
 
@@ -22,6 +25,35 @@ void raiseFileLimit()
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+}
+
+// `rookery-coordinator invite`: a new join token in the coordinator's database (it may
+// be running: the token works at once), printed inside the join string.
+int invite(const rookery::app::CoordinatorOptions &o)
+{
+    using namespace rookery;
+    const auto &dir = o.settings.dataDir;
+    auto address = net::CoordinatorAddress::parse(coord::readJoinAddress(dir, o.settings.publicHost));
+    coord::InviteBook book(dir / "rookery.db");
+    const int64_t now = nowMs();
+    if (o.inviteList) {
+        const auto all = book.list();
+        if (all.empty())
+            std::printf("no invites yet: 'rookery-coordinator invite --data-dir %s' makes one\n", dir.c_str());
+        for (const auto &i : all)
+            std::printf("%s  %lld of %lld uses left  %s %s%s%s\n", i.tokenHash.substr(0, 12).c_str(),
+                        static_cast<long long>(i.usesLeft), static_cast<long long>(i.maxUses),
+                        i.expiresMs > now ? "expires" : "expired", coord::utcMinuteText(i.expiresMs).c_str(),
+                        i.note.empty() ? "" : "  ", i.note.c_str());
+        return 0;
+    }
+    const auto made = book.create(o.inviteUses, std::chrono::hours(24 * o.inviteDays), o.inviteNote, now);
+    address.invite = made.token;
+    std::printf("%s\n", address.toString().c_str());
+    std::fprintf(stderr, "an invite for %lld new volunteer%s, valid until %s; it is shown only now\n",
+                 static_cast<long long>(made.maxUses), made.maxUses == 1 ? "" : "s",
+                 coord::utcMinuteText(made.expiresMs).c_str());
+    return 0;
 }
 
 } // namespace
@@ -41,8 +73,7 @@ int main(int argc, char **argv)
     }
     if (options.invite) {
         try {
-            std::printf("%s\n", coord::readJoinAddress(options.settings.dataDir, options.settings.publicHost).c_str());
-            return 0;
+            return invite(options);
         } catch (const Error &e) {
             std::fprintf(stderr, "rookery-coordinator invite: %s\n", e.what());
             return 1;
@@ -71,6 +102,12 @@ int main(int argc, char **argv)
                     unsigned(coordinator.statusPort()));
         if (coordinator.relayPort())
             std::printf("relay: port %u\n", unsigned(coordinator.relayPort()));
+        if (options.settings.admission == coord::Admission::Open)
+            std::printf("admission: open to anyone who can reach this coordinator (--open)\n");
+        else
+            std::printf("admission: by invite; make a join string for new volunteers with: rookery-coordinator "
+                        "invite --data-dir %s --uses N\n",
+                        options.settings.dataDir.c_str());
         std::printf("address: %s\n", coordinator.address().c_str());
         int signal = 0;
         sigwait(&stopSignals, &signal);

@@ -2,6 +2,7 @@
 #include "engine/common/secret_token.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "engine/common/error.h"
@@ -31,6 +32,21 @@ std::string readToken(const std::filesystem::path &file)
         throw Error(file.string() + " holds no token");
     const auto last = text.find_last_not_of(" \t\r\n");
     return text.substr(first, last - first + 1);
+}
+
+std::string sha256Hex(std::string_view text)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (!EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr))
+        throw Error("cannot hash a token: SHA-256 failed");
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned int i = 0; i < len; ++i) {
+        out += kHex[md[i] >> 4];
+        out += kHex[md[i] & 15];
+    }
+    return out;
 }
 
 bool sameToken(std::string_view a, std::string_view b)

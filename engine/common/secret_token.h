@@ -15,6 +15,10 @@ std::string newToken();
 /// cannot be read, is empty, or other users may read it (then it is no secret).
 std::string readToken(const std::filesystem::path &file);
 
+/// Lowercase hex SHA-256 of `text`: how a token is kept at rest (a join token in the
+/// coordinator's database), so that reading the file does not give the token away.
+std::string sha256Hex(std::string_view text);
+
 /// Compares in time independent of where the strings differ.
 bool sameToken(std::string_view a, std::string_view b);
 

@@ -57,6 +57,11 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
     rc.heartbeatTimeout = settings.heartbeatTimeout;
     rc.registerTimeout = settings.registerTimeout;
     rc.rejoinGrace = settings.rejoinGrace;
+    rc.addressLimits = settings.addressLimits;
+    if (settings.admission == Admission::InviteOnly) {
+        invites = std::make_unique<InviteBook>(settings.dataDir / "rookery.db");
+        rc.invites = invites.get();
+    }
     RegistryHooks hooks;
     hooks.join = [this](const std::string &id, const swarm::Capacity &c) { enqueueJoin(id, c); };
     hooks.leave = [this](const std::string &id) { enqueueLeave(id); };
@@ -98,8 +103,11 @@ void Coordinator::Impl::start()
     lc.clients.kind = net::PeerCheck::Kind::AnyCertificate; // registration: the node id comes from its key
     lc.link.role = net::NodeRole::Coordinator;
     lc.link.nodeId = identity.key.nodeId();
-    lc.link.limits = coordinatorLinkLimits();
+    lc.link.limits = coordinatorInboundLimits();
+    lc.link.maxSendBytes = coordinatorLinkLimits().maxMessageBytes;
+    lc.link.maxQueuedBytes = 16u << 20;
     lc.maxLinks = settings.maxNodes + 64;
+    lc.maxLinksPerAddress = settings.maxLinksPerAddress;
     net::LinkEvents events;
     NodeRegistry *r = registry.get();
     events.opened = [r](const std::shared_ptr<net::Link> &l) { r->opened(l); };
@@ -227,6 +235,7 @@ StatusInputs Coordinator::Impl::statusInputs()
     }
     in.nodes = registry->snapshot();
     in.counters = registry->counters();
+    in.listener = listener->counters();
     in.relayedBytes = relayServer ? relayServer->counters().bytesRelayed : 0;
     in.uptimeMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - startedAt).count();
     in.timeMs = nowMs();
@@ -242,6 +251,13 @@ Coordinator::Coordinator(CoordinatorSettings settings)
     } catch (const Error &e) {
         log::warning(kArea, std::string(e.what()) + ": `rookery-coordinator invite` will not find the address");
     }
+    if (m->settings.admission == Admission::Open)
+        log::warning(kArea, "admission is open: anyone who can reach " + address() +
+                                " may join this swarm and be given stages and ring seats");
+    else
+        log::info(kArea, "admission is by invite: new volunteers need a join string from `rookery-coordinator "
+                         "invite` (" +
+                             std::to_string(m->invites->usableCount(nowMs())) + " usable invites)");
     log::info(kArea, "coordinator of swarm '" + m->settings.swarmName + "' at " + address() + "; status at https://" +
                          m->host + ":" + std::to_string(statusPort()) + "/v1/status; run " + m->run.runId + " (" +
                          m->run.model.name + ")");
@@ -284,7 +300,11 @@ CoordinatorCounters Coordinator::counters() const
     }
     CoordinatorCounters out;
     out.registrations = c.registrations;
-    out.refusals = c.refusals;
+    const auto l = m->listener->counters();
+    out.refusals = c.refusals + l.refusedFull + l.refusedPerAddress;
+    out.refusedNotInvited = c.refusedNotInvited;
+    out.refusedLimited = c.refusedLimited;
+    out.refusedConnections = l.refusedFull + l.refusedPerAddress;
     out.heartbeats = c.heartbeats;
     out.assignmentPushes = c.assignmentPushes;
     out.relayGrants = c.relayGrants;
@@ -294,6 +314,15 @@ CoordinatorCounters Coordinator::counters() const
     out.nodesKnown = nodes.size();
     out.planned = planned;
     return out;
+}
+
+std::string Coordinator::createInvite(int64_t uses, std::chrono::seconds validity, const std::string &note)
+{
+    if (!m->invites)
+        throw Error("this coordinator is open to anyone who can reach it: it needs no invites");
+    auto a = coordinatorAddress();
+    a.invite = m->invites->create(uses, validity, note, nowMs()).token;
+    return a.toString();
 }
 
 std::map<std::string, Assignment> Coordinator::assignments() const { return m->registry->assignments(); }

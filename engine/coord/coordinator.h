@@ -9,11 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "engine/coord/address_limits.h"
 #include "engine/coord/assignment.h"
 #include "engine/coord/status_view.h"
 #include "engine/net/coordinator_address.h"
 
 namespace rookery::coord {
+
+/// Who may join. InviteOnly: a key the coordinator does not know needs a join token
+/// (`rookery-coordinator invite`; it travels in the join string). Open: anyone who can
+/// reach the coordinator, which the operator must choose explicitly.
+enum class Admission { InviteOnly, Open };
 
 /// Everything rookery-coordinator can be told. Defaults suit a swarm on the Internet;
 /// tests shorten the timeouts.
@@ -34,6 +40,10 @@ struct CoordinatorSettings
     size_t relayPairsPerNode = 8;
     uint64_t relayBytesPerSecondPerPair = 0; ///< each direction; 0: no cap
     RunConfig run;                           ///< the operator's run (its id is chosen by the coordinator)
+    Admission admission = Admission::InviteOnly;
+    AddressLimitSettings addressLimits; ///< registrations and nodes per source address
+    /// Connections at once from one IP address, registered or not (0: no cap).
+    size_t maxLinksPerAddress = 64;
 
     std::chrono::milliseconds heartbeatInterval{1000};
     std::chrono::milliseconds heartbeatTimeout{5000}; ///< no heartbeat for this long: lost
@@ -89,6 +99,9 @@ struct CoordinatorCounters
 {
     uint64_t registrations = 0;
     uint64_t refusals = 0;
+    uint64_t refusedNotInvited = 0;  ///< invite-only: no valid join token
+    uint64_t refusedLimited = 0;     ///< an address over its registration rate or node count
+    uint64_t refusedConnections = 0; ///< connections closed at once: too many in all or from one address
     uint64_t heartbeats = 0;
     uint64_t assignmentPushes = 0;
     uint64_t relayGrants = 0;
@@ -138,6 +151,10 @@ public:
     /// Where the operator token is (operator_token.h): the full status view needs it.
     std::filesystem::path operatorTokenPath() const;
     CoordinatorCounters counters() const;
+    /// A join string with a new invite for `uses` new volunteers, valid for `validity`
+    /// (what `rookery-coordinator invite --uses N` prints). Throws rookery::Error when
+    /// this coordinator is open (it needs no invites) or the values are not positive.
+    std::string createInvite(int64_t uses, std::chrono::seconds validity, const std::string &note = {});
     /// Every known node's current assignment, by node id.
     std::map<std::string, Assignment> assignments() const;
     /// A whole new plan (genetic search) over the current volunteers at the next round:

@@ -42,6 +42,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         : ioc(io)
         , strand(asio::make_strand(io))
         , timer(strand)
+        , retryTimer(strand)
         , config(std::move(c))
         , identity(std::move(id))
         , events(std::move(e))
@@ -109,7 +110,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
                  std::string("rookery ") + kVersion,
                  config.uploadBytesPerSecond,
                  identity.publicKeyPem(),
-                 config.relayPort};
+                 config.relayPort,
+                 config.address.invite};
         }
         if (l->send(r) != net::SendResult::Queued)
             log::warning(kArea, "could not queue the registration on " + l->describe());
@@ -124,8 +126,11 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             return onAssignment(fromWire(update->assignment));
         if (auto *ack = std::get_if<net::HeartbeatAck>(&m))
             return onAck(*ack);
-        if (auto *err = std::get_if<net::CoordinatorError>(&m))
+        if (auto *err = std::get_if<net::CoordinatorError>(&m)) {
+            if (err->code == net::CoordinatorErrorCode::Limited)
+                return waitForRoom(l, err->reason);
             return refuse(l, "the coordinator refused this node: " + err->reason);
+        }
         if (auto *grant = std::get_if<net::RelayGrant>(&m))
             return notify(&CoordinatorClientEvents::relayGranted, *grant);
         if (auto *expect = std::get_if<net::RelayExpect>(&m)) {
@@ -156,6 +161,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         {
             std::lock_guard lock(mutex);
             registered = true;
+            limitedStrikes = 0;
             interval = reg.heartbeatInterval;
             assignment = reg.assignment;
             registration = reg;
@@ -198,6 +204,35 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         }
         if (rtt.count() >= 0)
             notify(&CoordinatorClientEvents::heartbeatAcked, rtt);
+    }
+
+    // Over the coordinator's limits for this address: not a refusal, so try again, but
+    // later than a dropped link would (that one's back-off starts over once it opens),
+    // so that waiting nodes do not hammer the coordinator with handshakes.
+    void waitForRoom(const std::shared_ptr<net::Link> &l, const std::string &why)
+    {
+        int strikes;
+        {
+            std::lock_guard lock(mutex);
+            strikes = std::min(++limitedStrikes, 8);
+        }
+        const auto wait = std::min(config.maxBackoff, config.initialBackoff * (int64_t(4) << strikes));
+        log::warning(kArea, "the coordinator asks this node to wait (" + why + "); trying again in " +
+                                std::to_string(wait.count()) + " ms");
+        notify(&CoordinatorClientEvents::attemptFailed, "the coordinator asks to wait: " + why);
+        l->close("waiting for room at the coordinator");
+        asio::post(strand, [self = shared_from_this(), wait] {
+            self->retryTimer.expires_after(wait);
+            self->retryTimer.async_wait([self](boost::system::error_code ec) {
+                bool go;
+                {
+                    std::lock_guard lock(self->mutex);
+                    go = !ec && !self->stopped && !self->refused;
+                }
+                if (go)
+                    self->start();
+            });
+        });
     }
 
     void refuse(const std::shared_ptr<net::Link> &l, const std::string &why)
@@ -291,6 +326,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     net::NetContext *context = nullptr;
     asio::strand<asio::io_context::executor_type> strand;
     asio::steady_timer timer;
+    asio::steady_timer retryTimer; ///< after the coordinator asked to wait (Limited)
     const CoordinatorClientConfig config;
     const net::Identity identity;
 
@@ -301,6 +337,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     std::shared_ptr<net::Link> link;
     std::condition_variable closedCv; // leave() and stop() wait, briefly, for the goodbye to go out
     bool connected = false, registered = false, stopped = false, refused = false;
+    int limitedStrikes = 0;  ///< "wait" answers in a row; reset by a registration
     uint64_t generation = 0; // bumps on every (dis)connection: stale timers see it and stop
     std::optional<Registration> registration;
     Assignment assignment;
@@ -369,7 +406,10 @@ void CoordinatorClient::stop()
         m->stopped = true;
         ++m->generation;
     }
-    asio::post(m->strand, [impl = m] { impl->timer.cancel(); });
+    asio::post(m->strand, [impl = m] {
+        impl->timer.cancel();
+        impl->retryTimer.cancel();
+    });
     if (l) {
         l->close("the node stopped");
         m->awaitClose();

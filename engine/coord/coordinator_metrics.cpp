@@ -35,7 +35,15 @@ std::string coordinatorMetrics(const StatusInputs &in)
         m.sample(byPresence[p], {{"presence", std::string(presenceName(p))}});
     m.counter("rookery_coordinator_registrations_total", "Registrations accepted since start.",
               double(in.counters.registrations));
-    m.counter("rookery_coordinator_refusals_total", "Registrations refused since start.", double(in.counters.refusals));
+    m.counter("rookery_coordinator_refusals_total", "Registrations and requests refused since start.",
+              double(in.counters.refusals));
+    m.family("rookery_coordinator_refused_total", Type::Counter,
+             "Refused since start, by the limit that refused them: no valid invite, an address over its "
+             "registration rate or node count, connections over the per-address or total cap.");
+    m.sample(double(in.counters.refusedNotInvited), {{"limit", "invite"}});
+    m.sample(double(in.counters.refusedLimited), {{"limit", "address_registrations"}});
+    m.sample(double(in.listener.refusedPerAddress), {{"limit", "address_connections"}});
+    m.sample(double(in.listener.refusedFull), {{"limit", "connections"}});
     m.counter("rookery_coordinator_heartbeats_total", "Heartbeats received since start.",
               double(in.counters.heartbeats));
     m.counter("rookery_coordinator_assignment_pushes_total", "Assignments sent to nodes since start.",

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/coord/address_limits.h"
 #include "engine/coord/assignment.h"
 #include "engine/coord/coordinator_store.h"
 #include "engine/coord/registration_check.h"
@@ -41,6 +42,8 @@ enum class Reachability {
 
 std::string_view reachabilityName(Reachability reachability);
 
+class InviteBook;
+
 /// Timeouts and the run every node receives.
 struct RegistryConfig
 {
@@ -51,6 +54,10 @@ struct RegistryConfig
     std::chrono::hours certificateValidity{24 * 30};
     std::string runId;
     net::RunInfo run;
+    /// Invite-only: a key the coordinator does not know needs a join token from here.
+    /// Null: open admission.
+    InviteBook *invites = nullptr;
+    AddressLimitSettings addressLimits;
 };
 
 /// One node as the status API shows it (light: no ring lists).
@@ -79,7 +86,9 @@ struct NodeStatus
 struct RegistryCounters
 {
     uint64_t registrations = 0;
-    uint64_t refusals = 0;
+    uint64_t refusals = 0;          ///< every refused registration or request, the two below included
+    uint64_t refusedNotInvited = 0; ///< invite-only: no valid join token
+    uint64_t refusedLimited = 0;    ///< an address over its registration rate or node count
     uint64_t heartbeats = 0;
     uint64_t assignmentPushes = 0;
     uint64_t relayGrants = 0;
@@ -199,6 +208,9 @@ private:
     /// Open links that have sent nothing yet, with when they opened.
     std::unordered_map<const net::Link *, std::pair<std::weak_ptr<net::Link>, Clock::time_point>> m_unregistered;
     RegistryCounters m_counters;
+    AddressLimits m_limits;
+    /// Registered links -> the host they come from, counted in m_limits until they close.
+    std::unordered_map<const net::Link *, std::string> m_linkHost;
 };
 
 } // namespace rookery::coord

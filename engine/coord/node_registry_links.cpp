@@ -8,6 +8,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/wall_clock.h"
+#include "engine/coord/invite_book.h"
 #include "engine/coord/node_registry_record.h"
 #include "engine/coord/wire_convert.h"
 #include "engine/net/identity.h"
@@ -63,11 +64,19 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
 {
     const int64_t wallMs = nowMs();
     const std::string nodeId = link->peer().nodeId;
+    const std::string host = hostOfRemote(link->peer().address);
+    bool known = false;
     {
         std::lock_guard lock(m_mutex);
         if (m_linkNode.count(link.get()))
             return refuse(link, net::CoordinatorErrorCode::BadRequest,
                           "this connection has registered already: one Register per connection", out);
+        // Cheapest first: an address over its rate costs no signature check or database.
+        if (auto why = m_limits.admitRegistration(host, Clock::now())) {
+            ++m_counters.refusedLimited;
+            return refuse(link, net::CoordinatorErrorCode::Limited, *why, out);
+        }
+        known = m_nodes.count(nodeId) > 0;
     }
     CheckedRegistration c;
     std::string certificate;
@@ -90,12 +99,35 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
                           "the registration nonce was seen before: a replayed registration"};
         if (m_store)
             m_store->saveNonce(r.nonce, nodeId, wallMs);
+        // A key registered before is a member already; only a new one needs an invite.
+        if (m_config.invites && !known) {
+            if (auto why = m_config.invites->redeem(r.invite, wallMs)) {
+                std::lock_guard lock(m_mutex);
+                ++m_counters.refusedNotInvited;
+                return refuse(link, net::CoordinatorErrorCode::NotInvited, *why, out);
+            }
+            log::info(kArea, "node " + shortId(nodeId) + " joins with an invite");
+        }
         certificate = m_ca.issue(r.publicKeyPem, m_config.certificateValidity);
     } catch (const Refusal &f) {
         std::lock_guard lock(m_mutex);
         return refuse(link, f.code, f.reason, out);
     }
     std::lock_guard lock(m_mutex);
+    if (!m_linkHost.count(link.get())) {
+        if (auto why = m_limits.roomForNode(host)) {
+            // A node reconnecting replaces its own link, which is counted until it closes.
+            const auto it = m_nodes.find(nodeId);
+            const auto old = it == m_nodes.end() ? nullptr : it->second->link.lock();
+            const auto oldHost = old ? m_linkHost.find(old.get()) : m_linkHost.end();
+            if (oldHost == m_linkHost.end() || oldHost->second != host) {
+                ++m_counters.refusedLimited;
+                return refuse(link, net::CoordinatorErrorCode::Limited, *why, out);
+            }
+        }
+        m_linkHost[link.get()] = host;
+        m_limits.nodeLinked(host);
+    }
     auto &slot = m_nodes[nodeId];
     const bool fresh = !slot;
     if (fresh) {
@@ -236,6 +268,10 @@ void NodeRegistry::closed(const std::shared_ptr<net::Link> &link)
 {
     std::lock_guard lock(m_mutex);
     m_unregistered.erase(link.get());
+    if (const auto host = m_linkHost.find(link.get()); host != m_linkHost.end()) {
+        m_limits.nodeUnlinked(host->second);
+        m_linkHost.erase(host);
+    }
     const auto it = m_linkNode.find(link.get());
     if (it == m_linkNode.end())
         return;

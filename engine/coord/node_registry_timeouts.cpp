@@ -33,6 +33,7 @@ void NodeRegistry::tick(Clock::time_point now)
     Outbox out;
     {
         std::lock_guard lock(m_mutex);
+        m_limits.prune(now);
         for (auto it = m_unregistered.begin(); it != m_unregistered.end();) {
             if (now - it->second.second <= m_config.registerTimeout) {
                 ++it;

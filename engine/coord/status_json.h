@@ -9,6 +9,7 @@
 #include "engine/coord/node_registry.h"
 #include "engine/coord/plan_state.h"
 #include "engine/coord/status_view.h"
+#include "engine/net/listener.h"
 
 namespace rookery::coord {
 
@@ -57,7 +58,8 @@ struct StatusInputs
     PlanSummary plan;
     std::vector<NodeStatus> nodes;
     RegistryCounters counters;
-    uint64_t relayedBytes = 0; ///< through this coordinator's relay, both ways
+    net::ListenerCounters listener; ///< connections refused at the door
+    uint64_t relayedBytes = 0;      ///< through this coordinator's relay, both ways
     int64_t uptimeMs = 0;
     int64_t timeMs = 0;
 };

@@ -25,6 +25,15 @@ net::WireLimits coordinatorLinkLimits()
     return l;
 }
 
+net::WireLimits coordinatorInboundLimits()
+{
+    net::WireLimits l = coordinatorLinkLimits();
+    l.maxHeaderBytes = 64u << 10;
+    l.maxMessageBytes = 64u << 10;
+    l.maxListEntries = 4096;
+    return l;
+}
+
 net::AssignmentInfo toWire(const Assignment &a)
 {
     net::AssignmentInfo w;

@@ -12,6 +12,10 @@ namespace rookery::coord {
 /// Limits of node-coordinator links, on both ends: assignments carry ring member lists
 /// that grow with the swarm, so lists and headers may be larger than between peers.
 net::WireLimits coordinatorLinkLimits();
+/// What the coordinator accepts from a node: registrations, heartbeats, relay requests
+/// and goodbyes are small (a registration's profile is about 1 KiB), so anyone who can
+/// reach it makes it hold at most 64 KiB per link before it is even registered.
+net::WireLimits coordinatorInboundLimits();
 
 net::AssignmentInfo toWire(const Assignment &assignment);
 Assignment fromWire(const net::AssignmentInfo &assignment);

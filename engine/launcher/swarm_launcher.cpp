@@ -234,17 +234,12 @@ void SwarmLauncher::start(std::chrono::seconds timeout)
     std::filesystem::create_directories(s.workDir);
 
     d->coordinator.name = "coordinator";
-    d->coordinator.args = {coordinatorBin.string(),
-                           "--data-dir",
-                           (s.workDir / "coordinator").string(),
-                           "--bind",
-                           "127.0.0.1",
-                           "--port",
-                           "0",
-                           "--status-port",
-                           "0",
-                           "--relay-port",
-                           "0"};
+    d->coordinator.args = {coordinatorBin.string(), "--data-dir", (s.workDir / "coordinator").string(), "--bind",
+                           "127.0.0.1", "--port", "0", "--status-port", "0", "--relay-port", "0",
+                           // Loopback only, so open admission admits only this machine's nodes;
+                           // every node comes from 127.0.0.1, so no per-address caps either.
+                           "--open", "--max-nodes-per-address", "0", "--max-links-per-address", "0",
+                           "--registrations-per-minute", "0"};
     if (s.clusterSize > 0)
         d->coordinator.args.insert(d->coordinator.args.end(), {"--cluster-size", std::to_string(s.clusterSize)});
     // Every node is known: plan when all have registered, however slowly they start.

@@ -26,6 +26,16 @@ std::string normalizeFingerprint(std::string_view text)
 
 } // namespace
 
+bool validInvite(std::string_view token)
+{
+    if (token.size() < 16 || token.size() > 128)
+        return false;
+    for (char c : token)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+            return false;
+    return true;
+}
+
 CoordinatorAddress CoordinatorAddress::parse(std::string_view text)
 {
     const std::string quoted = "coordinator address '" + std::string(text) + "'";
@@ -41,6 +51,13 @@ CoordinatorAddress CoordinatorAddress::parse(std::string_view text)
     rest = rest.substr(0, hash);
 
     CoordinatorAddress a;
+    constexpr std::string_view invite = "&invite=";
+    if (const size_t at = fragment.find(invite); at != std::string_view::npos) {
+        a.invite = std::string(fragment.substr(at + invite.size()));
+        fragment = fragment.substr(0, at);
+        if (!validInvite(a.invite))
+            throw bad("the invite after &invite= must be 16 to 128 letters, digits, '-' or '_'");
+    }
     constexpr std::string_view pin = "sha256=";
     if (fragment.substr(0, pin.size()) != pin)
         throw bad("the part after # must be sha256=<fingerprint>");
@@ -84,7 +101,8 @@ CoordinatorAddress CoordinatorAddress::parse(std::string_view text)
 std::string CoordinatorAddress::toString() const
 {
     const bool v6 = host.find(':') != std::string::npos;
-    return "wss://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + path + "#sha256=" + sha256;
+    return "wss://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + path + "#sha256=" + sha256 +
+           (invite.empty() ? "" : "&invite=" + invite);
 }
 
 } // namespace rookery::net

@@ -11,6 +11,8 @@ namespace rookery::net {
 /// The fragment pins the SHA-256 of the certificate the coordinator presents; a node
 /// refuses any other certificate, whoever signed it. IPv6 hosts go in brackets
 /// (`wss://[::1]:7400/#sha256=...`); the port defaults to 443 and the path to "/".
+/// An invite-only coordinator's join string carries a join token after the pin:
+/// `...#sha256=<64 hex digits>&invite=<token>`; the node sends it with its registration.
 ///
 /// Thread safety: a plain value.
 struct CoordinatorAddress
@@ -19,11 +21,15 @@ struct CoordinatorAddress
     uint16_t port = 443;
     std::string path = "/";
     std::string sha256; ///< lowercase hex, 64 digits
+    std::string invite; ///< the join token; empty: none (an open coordinator, or a known node)
 
     /// Throws rookery::Error naming the address and what is wrong with it.
     static CoordinatorAddress parse(std::string_view text);
     std::string toString() const;
     bool operator==(const CoordinatorAddress &) const = default;
 };
+
+/// Whether `token` has the form of a join token: 16 to 128 of [A-Za-z0-9_-].
+bool validInvite(std::string_view token);
 
 } // namespace rookery::net

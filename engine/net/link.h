@@ -16,7 +16,10 @@ namespace rookery::net {
 /// Settings of one link; the same for both ends unless noted.
 struct LinkConfig
 {
-    WireLimits limits;
+    WireLimits limits; ///< what this side accepts (and, unless maxSendBytes says more, sends)
+    /// The largest frame send() takes; 0: limits.maxMessageBytes. A coordinator takes
+    /// small frames from anyone but sends large assignments.
+    uint64_t maxSendBytes = 0;
     NodeRole role = NodeRole::Node;
     std::string nodeId; ///< sent in Hello; must match our certificate on TLS links
     uint32_t minVersion = kOldestProtocolVersion;

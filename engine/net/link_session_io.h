@@ -191,7 +191,9 @@ template <class NextLayer> SendResult LinkSession<NextLayer>::send(const Message
         return SendResult::NotOpen;
     // Checksums are left to the writer, which computes them chunk by chunk (startWrite).
     auto frame = std::make_shared<EncodedFrame>(encodeFrame(message, m_compression.load(), false));
-    if (frame->size() > m_setup.config.limits.maxMessageBytes)
+    const uint64_t maxSend =
+        m_setup.config.maxSendBytes ? m_setup.config.maxSendBytes : m_setup.config.limits.maxMessageBytes;
+    if (frame->size() > maxSend)
         return SendResult::TooLarge;
     if (!reserveQueue(frame->size())) {
         if (!m_wantWritable.exchange(true)) // the queue may have drained meanwhile

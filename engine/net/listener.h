@@ -19,6 +19,17 @@ struct ListenerConfig
     PeerCheck clients; ///< SwarmCa between peers; AnyCertificate for registration
     LinkConfig link;
     size_t maxLinks = 256; ///< connections beyond this are closed at once
+    /// Connections from one IP address beyond this are closed at once (0: no cap), so
+    /// that one host cannot take every place.
+    size_t maxLinksPerAddress = 0;
+};
+
+/// Connections the listener closed at once, since it started.
+struct ListenerCounters
+{
+    uint64_t accepted = 0;
+    uint64_t refusedFull = 0;       ///< maxLinks reached
+    uint64_t refusedPerAddress = 0; ///< maxLinksPerAddress reached for the address
 };
 
 /// Accepts TLS WebSocket links. Each connection runs its own handshakes; one that
@@ -45,6 +56,7 @@ public:
     void stop();
     /// Links currently connected (including those still in their handshakes).
     size_t linkCount() const;
+    ListenerCounters counters() const;
 
     struct Impl;
 

@@ -4,6 +4,7 @@
 #include "engine/net/dialer.h"
 #include "engine/net/listener.h"
 
+#include <algorithm>
 #include <random>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -55,9 +56,8 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
         }
         beast::error_code ignored;
         const auto remote = socket.remote_endpoint(ignored);
-        if (linkCount() >= config.maxLinks) {
-            log::warning("net", "refusing " + endpointText(remote) + ": already " + std::to_string(config.maxLinks) +
-                                    " links");
+        if (const auto why = admit(remote.address()); !why.empty()) {
+            log::warning("net", "refusing " + endpointText(remote) + ": " + why);
             socket.close(ignored);
             return accept();
         }
@@ -71,7 +71,8 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
         auto session = std::make_shared<TlsLinkSession>(std::move(s), std::move(socket), *tls);
         {
             std::lock_guard lock(mutex);
-            links.push_back(session);
+            links.push_back({session, remote.address()});
+            ++tally.accepted;
         }
         session->start();
         accept();
@@ -86,7 +87,7 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
             auto self = weak.lock();
             if (self) {
                 std::lock_guard lock(self->mutex);
-                std::erase_if(self->links, [&](const auto &w) { return w.expired() || w.lock() == link; });
+                std::erase_if(self->links, [&](const auto &w) { return w.link.expired() || w.link.lock() == link; });
             }
             if (user && !link->peer().software.empty()) // software is set by the Hello exchange
                 user(link, info);
@@ -97,8 +98,28 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
     size_t linkCount()
     {
         std::lock_guard lock(mutex);
-        std::erase_if(links, [](const auto &w) { return w.expired(); });
+        std::erase_if(links, [](const auto &w) { return w.link.expired(); });
         return links.size();
+    }
+
+    // "" when a connection from `address` may come in; else why not (and counted).
+    std::string admit(const asio::ip::address &address)
+    {
+        std::lock_guard lock(mutex);
+        std::erase_if(links, [](const auto &w) { return w.link.expired(); });
+        if (links.size() >= config.maxLinks) {
+            ++tally.refusedFull;
+            return "already " + std::to_string(config.maxLinks) + " links";
+        }
+        if (config.maxLinksPerAddress > 0) {
+            const auto same =
+                size_t(std::count_if(links.begin(), links.end(), [&](const auto &w) { return w.address == address; }));
+            if (same >= config.maxLinksPerAddress) {
+                ++tally.refusedPerAddress;
+                return "already " + std::to_string(same) + " links from that address";
+            }
+        }
+        return {};
     }
 
     void stop()
@@ -109,13 +130,13 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
             beast::error_code ignored;
             self->acceptor.close(ignored);
         });
-        std::vector<std::weak_ptr<Link>> all;
+        std::vector<Entry> all;
         {
             std::lock_guard lock(mutex);
             all = links;
         }
         for (auto &w : all)
-            if (auto l = w.lock())
+            if (auto l = w.link.lock())
                 l->close("the listener stopped");
     }
 
@@ -126,8 +147,14 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
     asio::ip::tcp::acceptor acceptor;
     uint16_t port = 0;
     std::atomic<bool> stopped{false};
+    struct Entry
+    {
+        std::weak_ptr<Link> link;
+        asio::ip::address address;
+    };
     std::mutex mutex;
-    std::vector<std::weak_ptr<Link>> links;
+    std::vector<Entry> links;
+    ListenerCounters tally;
 };
 
 Listener::Listener(NetContext &context, ListenerConfig config, LinkEvents events)
@@ -141,6 +168,12 @@ Listener::~Listener() { stop(); }
 uint16_t Listener::port() const { return m->port; }
 void Listener::stop() { m->stop(); }
 size_t Listener::linkCount() const { return m->linkCount(); }
+
+ListenerCounters Listener::counters() const
+{
+    std::lock_guard lock(m->mutex);
+    return m->tally;
+}
 
 // ---- Dialled links ---------------------------------------------------------------
 

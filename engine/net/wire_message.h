@@ -209,6 +209,7 @@ struct Register
     double uploadBytesPerSecond = 0;
     std::string publicKeyPem; ///< must be the key of the link's certificate
     uint16_t relayPort = 0;   ///< this node runs a relay for others on this port; 0: none
+    std::string invite;       ///< the join token (invite-only coordinators, new keys)
     bool operator==(const Register &) const = default;
 };
 
@@ -310,7 +311,9 @@ enum class CoordinatorErrorCode : uint8_t {
     UnknownNode = 3,
     NotRegistered = 4,
     Full = 5,
-    Internal = 6
+    Internal = 6,
+    NotInvited = 7, ///< invite-only, and the registration had no valid join token
+    Limited = 8,    ///< too many registrations or nodes from its address: try again later
 };
 
 /// A request was refused; the coordinator closes the link after sending it.

@@ -173,7 +173,8 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
                         r.software(),
                         r.upload_bytes_per_second(),
                         r.public_key_pem(),
-                        uint16_t(r.relay_port())};
+                        uint16_t(r.relay_port()),
+                        r.invite()};
     }
     case E::kRegistrationReply: {
         const auto &r = env.registration_reply();
@@ -211,7 +212,7 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     }
     case E::kCoordinatorError: {
         const auto &c = env.coordinator_error();
-        return CoordinatorError{CoordinatorErrorCode(std::clamp(int(c.code()), 0, 6)), c.reason()};
+        return CoordinatorError{CoordinatorErrorCode(std::clamp(int(c.code()), 0, 8)), c.reason()};
     }
     case E::BODY_NOT_SET:
         break;

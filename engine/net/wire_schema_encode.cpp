@@ -176,6 +176,7 @@ struct ToEnvelope
         r->set_upload_bytes_per_second(m.uploadBytesPerSecond);
         r->set_public_key_pem(m.publicKeyPem);
         r->set_relay_port(m.relayPort);
+        r->set_invite(m.invite);
     }
     void operator()(const RegisterReply &m)
     {

@@ -100,7 +100,8 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
                              {"listen address", &r.listen_address()},
                              {"nonce", &r.nonce()},
                              {"software", &r.software()},
-                             {"public key", &r.public_key_pem()}},
+                             {"public key", &r.public_key_pem()},
+                             {"invite", &r.invite()}},
                             limits);
     }
     case E::kRegistrationReply: {

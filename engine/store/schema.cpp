@@ -124,6 +124,20 @@ const std::array<std::function<void(Database &)>, kSchemaVersion> kMigrations = 
             );
         )sql");
     },
+    // 5: an invite-only coordinator's join tokens (coord/invite_book.cpp), by the SHA-256
+    // of the token: uses left, and when each expires.
+    [](Database &db) {
+        db.exec(R"sql(
+            CREATE TABLE IF NOT EXISTS coord_invites (
+                token_hash TEXT PRIMARY KEY,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                max_uses INTEGER NOT NULL,
+                uses_left INTEGER NOT NULL,
+                note TEXT NOT NULL DEFAULT ''
+            );
+        )sql");
+    },
 };
 
 bool hasSqliteHeader(const fs::path &path)

@@ -8,7 +8,7 @@
 namespace rookery::store {
 
 /// The newest schema this build knows. Each version has one migration step.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 /// Stored in the SQLite header (PRAGMA application_id): "Rook".
 inline constexpr int kApplicationId = 0x526F6F6B;
 

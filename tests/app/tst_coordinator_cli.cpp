@@ -53,6 +53,26 @@ private Q_SLOTS:
         QVERIFY(s.bindAddress.empty()); // every interface, IPv4 and IPv6
         QCOMPARE(s.reachabilityTimeout, std::chrono::milliseconds(20'000));
         QVERIFY(!o.quiet && !o.invite);
+        // Safe by default: invites, and limits per source address.
+        QVERIFY(s.admission == rookery::coord::Admission::InviteOnly);
+        QVERIFY(s.addressLimits.maxNodesPerAddress > 0 && s.addressLimits.registrationsPerMinute > 0);
+        QVERIFY(s.maxLinksPerAddress > 0);
+    }
+
+    void admissionIsChosenOnTheCommandLine()
+    {
+        CoordinatorOptions o;
+        const auto r = parse({"--open", "--max-nodes-per-address", "0", "--registrations-per-minute", "120",
+                              "--max-links-per-address", "500"},
+                             &o);
+        QVERIFY2(r.run, r.error.c_str());
+        QVERIFY(o.settings.admission == rookery::coord::Admission::Open);
+        QCOMPARE(o.settings.addressLimits.maxNodesPerAddress, size_t(0));
+        QCOMPARE(o.settings.addressLimits.registrationsPerMinute, 120.0);
+        QCOMPARE(o.settings.maxLinksPerAddress, size_t(500));
+        const auto bad = parse({"--registrations-per-minute", "-1"});
+        QVERIFY(!bad.run);
+        QVERIFY2(bad.error.find("--registrations-per-minute") != std::string::npos, bad.error.c_str());
     }
 
     // `invite` is a mode: it reads the running coordinator's data directory.
@@ -64,6 +84,14 @@ private Q_SLOTS:
         QVERIFY(o.invite);
         QCOMPARE(o.settings.dataDir, std::filesystem::path("/srv/rookery"));
         QCOMPARE(o.settings.publicHost, std::string("swarm.example.org"));
+        QCOMPARE(o.inviteUses, int64_t(1)); // one volunteer, for a week, unless told
+        QCOMPARE(o.inviteDays, int64_t(7));
+        CoordinatorOptions lab;
+        QVERIFY(parse({"invite", "--uses", "30", "--valid-days", "2", "--note", "the lab"}, &lab).run);
+        QCOMPARE(lab.inviteUses, int64_t(30));
+        QCOMPARE(lab.inviteDays, int64_t(2));
+        QCOMPARE(lab.inviteNote, std::string("the lab"));
+        QVERIFY(!parse({"invite", "--uses", "0"}).run);
         CoordinatorOptions notInvite;
         QVERIFY(parse({"--reachability-timeout", "0"}, &notInvite).run);
         QVERIFY(!notInvite.invite);

@@ -99,16 +99,35 @@ private Q_SLOTS:
         QVERIFY2((out + err).contains(says), qPrintable(out + err));
     }
 
+    // Invite-only, as it runs by default: `invite` makes the join string a volunteer
+    // pastes; the node survives a restart, and the invite's use count does too.
     void nodeSurvivesARestart()
     {
         QTemporaryDir dir;
         const QString dataDir = dir.filePath(QStringLiteral("coord"));
         auto first = std::make_unique<CoordinatorProcess>(dataDir, 0);
         QVERIFY2(!first->address().isEmpty(), qPrintable(first->output()));
-        const auto address = net::CoordinatorAddress::parse(first->address().toStdString());
-        QCOMPARE(address.sha256.size(), size_t(64));
+        QVERIFY2(first->output().contains(QStringLiteral("admission: by invite")), qPrintable(first->output()));
+        const auto bare = net::CoordinatorAddress::parse(first->address().toStdString());
+        QCOMPARE(bare.sha256.size(), size_t(64));
+        QString out, err;
+        QCOMPARE(
+            test::runProgram(test::programPath(QStringLiteral("rookery-coordinator")),
+                             {QStringLiteral("invite"), QStringLiteral("--data-dir"), dataDir, QStringLiteral("--uses"),
+                              QStringLiteral("1"), QStringLiteral("--note"), QStringLiteral("test node")},
+                             &out, &err, 30s),
+            0);
+        QVERIFY2(err.contains(QStringLiteral("an invite for 1 new volunteer")), qPrintable(err));
+        const auto address = net::CoordinatorAddress::parse(out.trimmed().toStdString());
+        QCOMPARE(address.sha256, bare.sha256);
+        QVERIFY(!address.invite.empty());
 
         net::NetContext ctx(1);
+        test::TestNode stranger; // the address without the invite
+        stranger.start(ctx, bare, 50, uint64_t(test::mlpDemandBytes()) * 2);
+        QVERIFY(test::eventually([&] { return !stranger.lastError().empty(); }));
+        QVERIFY2(stranger.lastError().find("invite-only") != std::string::npos, stranger.lastError().c_str());
+
         test::TestNode node;
         node.start(ctx, address, 50, uint64_t(test::mlpDemandBytes()) * 2);
         QVERIFY(test::eventually([&] { return node.training(); }));
@@ -122,6 +141,18 @@ private Q_SLOTS:
         QCOMPARE(second.address(), first->address()); // the same certificate, so the same pin
         QVERIFY(test::eventually([&] { return node.registrationCount() >= 2; }));
         QCOMPARE(node.client->registration()->assignment, assignment);
+        // The invite was used once, before the restart: it admits nobody new now.
+        test::TestNode newcomer;
+        newcomer.start(ctx, address, 50, uint64_t(test::mlpDemandBytes()) * 2);
+        QVERIFY(test::eventually([&] { return !newcomer.lastError().empty(); }));
+        QVERIFY2(newcomer.lastError().find("used up") != std::string::npos, newcomer.lastError().c_str());
+        QCOMPARE(test::runProgram(
+                     test::programPath(QStringLiteral("rookery-coordinator")),
+                     {QStringLiteral("invite"), QStringLiteral("--data-dir"), dataDir, QStringLiteral("--list")}, &out,
+                     &err, 30s),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("0 of 1 uses left")) && out.contains(QStringLiteral("test node")),
+                 qPrintable(out));
         node.client->stop();
         QCOMPARE(second.terminate(), 0);
     }

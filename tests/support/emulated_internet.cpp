@@ -224,14 +224,18 @@ QString EmulatedInternet::startCoordinator(const QString &program, const QString
         return {};
     }
     QString invite;
-    if (exec(Site::Public, {program, "invite", "--data-dir", dataDir, "--public-host", internet::kCoordinator},
+    // Invite-only, as a coordinator runs by default: every volunteer of these tests joins
+    // with this one token.
+    if (exec(Site::Public,
+             {program, "invite", "--data-dir", dataDir, "--public-host", internet::kCoordinator, "--uses", "8"},
              &invite) != 0) {
         *why = "`rookery-coordinator invite` failed: " + invite;
         return {};
     }
     const QString join = invite.trimmed().section(QLatin1Char('\n'), 0, 0).trimmed();
-    if (!join.startsWith(QStringLiteral("wss://") + internet::kCoordinator + ':') ||
-        !p.output().contains("address: " + join)) {
+    const QString pinned = join.section(QStringLiteral("&invite="), 0, 0);
+    if (!join.startsWith(QStringLiteral("wss://") + internet::kCoordinator + ':') || pinned == join ||
+        !p.output().contains("address: " + pinned + '\n')) {
         *why = "`invite` printed no join string for the running coordinator: " + invite;
         return {};
     }

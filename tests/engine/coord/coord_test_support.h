@@ -74,6 +74,10 @@ inline coord::CoordinatorSettings testSettings(const std::filesystem::path &data
     s.statusFeedInterval = std::chrono::milliseconds(200);
     s.ioThreads = 1;
     s.planGenerations = 30;
+    // Every test node comes from 127.0.0.1 without an invite: the admission tests set these.
+    s.admission = coord::Admission::Open;
+    s.addressLimits = {0, 0, 0};
+    s.maxLinksPerAddress = 0;
     return s;
 }
 

@@ -169,6 +169,7 @@ private Q_SLOTS:
             // As a build before the coordinator left it.
             db.exec("DROP TABLE coord_volunteers; DROP TABLE coord_runs; DROP TABLE coord_assignments; "
                     "DROP TABLE coord_metrics; DROP TABLE coord_nonces; DROP TABLE IF EXISTS contributions; "
+                    "DROP TABLE IF EXISTS coord_invites; "
                     "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
         }
         coord::CoordinatorStore s(path);
@@ -177,7 +178,7 @@ private Q_SLOTS:
         QCOMPARE(store::schemaVersion(db), store::kSchemaVersion);
         QCOMPARE(
             db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name LIKE 'coord_%' AND type = 'table'").value(),
-            int64_t(5));
+            int64_t(6)); // volunteers, runs, assignments, metrics, nonces, invites
     }
 };
 

@@ -72,7 +72,7 @@ inline std::vector<net::Message> sampleMessages()
     const RunInfo run{
         "{\"name\":\"mlp\"}", "{\"kind\":\"sgd\"}", 64, 2, 10, 7, 1000, "fashion-mnist", "run-1", 0.7, 0.9, true};
     m.push_back(Register{"laptop", "0.0.0.0:7401", "{\"cpu_model\":\"x\"}", std::string(16, '\x5a'), 1714000000123, "t",
-                         12.5e6, "-----BEGIN PUBLIC KEY-----", 7402});
+                         12.5e6, "-----BEGIN PUBLIC KEY-----", 7402, "0123456789abcdef0123456789abcdef"});
     m.push_back(RegisterReply{"dd44", "-----BEGIN CERTIFICATE-----", "-----BEGIN CERTIFICATE-----", run, a, 1000});
     m.push_back(Heartbeat{9, 4, {123.5, 77, 0.25, NodeActivity::Training, 4928, 0.75}});
     m.push_back(Heartbeat{10, 4, {0, 77, 0.25, NodeActivity::Paused, 4928, 0, AwayReason::OnBattery, 3600, 812.5}});
