@@ -38,7 +38,13 @@ void NodeRegistry::message(const std::shared_ptr<net::Link> &link, net::Message 
     } else if (auto *h = std::get_if<net::Heartbeat>(&message)) {
         onHeartbeat(link, *h, out);
     } else if (auto *l = std::get_if<net::Leave>(&message)) {
-        onLeave(link, *l);
+        std::unique_lock lock(m_mutex);
+        if (!m_linkNode.count(link.get())) { // else it would keep an unregistered link open
+            refuse(link, net::CoordinatorErrorCode::NotRegistered, "Leave before Register", out);
+        } else {
+            lock.unlock();
+            onLeave(link, *l);
+        }
     } else if (auto *rr = std::get_if<net::RelayRequest>(&message)) {
         onRelayRequest(link, *rr, out);
     } else {
@@ -53,7 +59,11 @@ void NodeRegistry::refuse(const std::shared_ptr<net::Link> &link, net::Coordinat
                           const std::string &reason, Outbox &out)
 {
     ++m_counters.refusals;
-    log::warning(kArea, "refused " + link->describe() + ": " + reason);
+    // A flood from one address is counted (metrics), not written line by line.
+    if (code == net::CoordinatorErrorCode::Limited)
+        log::debug(kArea, "refused " + link->describe() + ": " + reason);
+    else
+        log::warning(kArea, "refused " + link->describe() + ": " + reason);
     m_linkNode.erase(link.get());
     m_unregistered.erase(link.get());
     out.send(link, net::Message(net::CoordinatorError{code, reason}));

@@ -27,6 +27,9 @@ struct DialConfig
     bool reconnect = true;
     std::chrono::milliseconds initialBackoff{250};
     std::chrono::milliseconds maxBackoff{30'000};
+    /// Connect from this local IP address ("": the system's choice). Tests use it to
+    /// come from a second loopback address (127.0.0.2).
+    std::string localAddress;
 };
 
 /// Settings to reach a coordinator: its host, port and path, and its pinned certificate.

@@ -44,8 +44,9 @@ struct LinkSessionSetup
     Side side = Side::Client;
     LinkConfig config;
     LinkEvents events;
-    std::string remote;     ///< "host:port" for log lines
-    std::string host, port; ///< client, or through a relay: where to connect (TLS)
+    std::string remote;       ///< "host:port" for log lines
+    std::string host, port;   ///< client, or through a relay: where to connect (TLS)
+    std::string localAddress; ///< client: connect from this address ("": the system's choice)
     /// Through a relay (either side): sent once connected, before TLS; the relay answers
     /// one byte (relay_protocol.h), then the stream is the peer's.
     std::string relayPreamble;

@@ -106,9 +106,29 @@ void LinkSession<NextLayer>::onResolve(beast::error_code ec, asio::ip::tcp::reso
 {
     if (ec)
         return onError(ec, "resolving the address");
-    if constexpr (kTls)
-        asio::async_connect(beast::get_lowest_layer(m_ws), results,
-                            beast::bind_front_handler(&Self::onConnect, self()));
+    if constexpr (kTls) {
+        auto &tcp = beast::get_lowest_layer(m_ws);
+        if (m_setup.localAddress.empty())
+            return asio::async_connect(tcp, results, beast::bind_front_handler(&Self::onConnect, self()));
+        // From a chosen source address: the first endpoint of its family, from a socket
+        // bound to it (async_connect over a range would reopen the socket unbound).
+        const auto local = asio::ip::make_address(m_setup.localAddress, ec);
+        if (ec)
+            return onError(ec, "reading the source address");
+        for (const auto &entry : results) {
+            const auto remote = entry.endpoint();
+            if (remote.address().is_v4() != local.is_v4())
+                continue;
+            tcp.open(remote.protocol(), ec);
+            if (!ec)
+                tcp.bind({local, 0}, ec);
+            if (ec)
+                return onError(ec, "binding to the source address");
+            return tcp.async_connect(remote,
+                                     [self = self(), remote](beast::error_code e) { self->onConnect(e, remote); });
+        }
+        onError(asio::error::address_family_not_supported, "connecting from the source address");
+    }
 }
 
 template <class NextLayer> void LinkSession<NextLayer>::onConnect(beast::error_code ec, asio::ip::tcp::endpoint)

@@ -57,7 +57,8 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
         beast::error_code ignored;
         const auto remote = socket.remote_endpoint(ignored);
         if (const auto why = admit(remote.address()); !why.empty()) {
-            log::warning("net", "refusing " + endpointText(remote) + ": " + why);
+            // Counted (counters()); a flood would otherwise write a line per connection.
+            log::debug("net", "refusing " + endpointText(remote) + ": " + why);
             socket.close(ignored);
             return accept();
         }
@@ -199,6 +200,7 @@ public:
         s.remote = m_config.host + ":" + std::to_string(m_config.port);
         s.host = m_config.host;
         s.port = std::to_string(m_config.port);
+        s.localAddress = m_config.localAddress;
         s.path = m_config.path;
         s.check = m_config.server;
         s.tls = m_tls;

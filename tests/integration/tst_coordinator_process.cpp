@@ -1,70 +1,22 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // rookery-coordinator as a process: its command line, the address it prints, a node
 // registering with it, a clean stop on SIGTERM, and a restart that the node survives.
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <signal.h>
-
 #include "tests/engine/coord/coord_test_support.h"
+#include "tests/support/coordinator_process.h"
 
 using namespace rookery;
 using namespace std::chrono_literals;
 
 namespace {
 
-// Starts the coordinator and reads its address from its output.
-class CoordinatorProcess
-{
-public:
-    CoordinatorProcess(const QString &dataDir, uint16_t port)
-    {
-        m_process.setProcessChannelMode(QProcess::MergedChannels);
-        m_process.start(test::programPath(QStringLiteral("rookery-coordinator")),
-                        {QStringLiteral("--data-dir"), dataDir, QStringLiteral("--bind"), QStringLiteral("127.0.0.1"),
-                         QStringLiteral("--port"), QString::number(port), QStringLiteral("--status-port"),
-                         QStringLiteral("0"), QStringLiteral("--relay-port"), QStringLiteral("0"),
-                         QStringLiteral("--heartbeat-ms"), QStringLiteral("100"),
-                         QStringLiteral("--heartbeat-timeout-ms"), QStringLiteral("2000"),
-                         QStringLiteral("--first-plan-delay-ms"), QStringLiteral("0")});
-        test::eventually([&] {
-            m_process.waitForReadyRead(100);
-            m_output += QString::fromLocal8Bit(m_process.readAll());
-            return m_output.contains(QStringLiteral("address: ")) &&
-                   m_output.contains(QLatin1Char('\n'), Qt::CaseSensitive);
-        });
-        const auto at = m_output.indexOf(QStringLiteral("address: "));
-        if (at >= 0)
-            m_address = m_output.mid(at + 9, m_output.indexOf(QLatin1Char('\n'), at) - at - 9).trimmed();
-    }
-
-    ~CoordinatorProcess()
-    {
-        if (m_process.state() != QProcess::NotRunning) {
-            m_process.kill();
-            m_process.waitForFinished(5000);
-        }
-    }
-
-    QString address() const { return m_address; }
-    QString output() const { return m_output; }
-
-    /// SIGTERM, then the exit code (-1 when it did not exit by itself).
-    int terminate()
-    {
-        ::kill(pid_t(m_process.processId()), SIGTERM);
-        if (!m_process.waitForFinished(20000))
-            return -1;
-        m_output += QString::fromLocal8Bit(m_process.readAll());
-        return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
-    }
-
-private:
-    QProcess m_process;
-    QString m_output;
-    QString m_address;
-};
+// Short timeouts, as a test wants them.
+const QStringList kTestTimings{QStringLiteral("--status-port"),          QStringLiteral("0"),
+                               QStringLiteral("--heartbeat-ms"),         QStringLiteral("100"),
+                               QStringLiteral("--heartbeat-timeout-ms"), QStringLiteral("2000"),
+                               QStringLiteral("--first-plan-delay-ms"),  QStringLiteral("0")};
 
 } // namespace
 
@@ -105,7 +57,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         const QString dataDir = dir.filePath(QStringLiteral("coord"));
-        auto first = std::make_unique<CoordinatorProcess>(dataDir, 0);
+        auto first = std::make_unique<test::CoordinatorProcess>(dataDir, 0, kTestTimings);
         QVERIFY2(!first->address().isEmpty(), qPrintable(first->output()));
         QVERIFY2(first->output().contains(QStringLiteral("admission: by invite")), qPrintable(first->output()));
         const auto bare = net::CoordinatorAddress::parse(first->address().toStdString());
@@ -137,7 +89,7 @@ private Q_SLOTS:
         QVERIFY2(first->output().contains(QStringLiteral("stopped")), qPrintable(first->output()));
         QVERIFY(test::eventually([&] { return node.disconnectCount() >= 1; }));
 
-        CoordinatorProcess second(dataDir, address.port);
+        test::CoordinatorProcess second(dataDir, address.port, kTestTimings);
         QCOMPARE(second.address(), first->address()); // the same certificate, so the same pin
         QVERIFY(test::eventually([&] { return node.registrationCount() >= 2; }));
         QCOMPARE(node.client->registration()->assignment, assignment);

@@ -5,16 +5,11 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
-
 #include "engine/common/version.h"
 #include "engine/control/control_client.h"
-#include "engine/net/tls_context.h"
 #include "tests/engine/coord/coord_test_support.h"
 #include "tests/integration/headless_node.h"
+#include "tests/support/https_get.h"
 #include "tests/support/prometheus_parse.h"
 
 using namespace rookery;
@@ -46,23 +41,8 @@ Scrape scrapeNode(uint16_t port)
 // check the certificate against the swarm's CA; tst_status_api checks the pin.)
 Scrape scrapeCoordinator(uint16_t port)
 {
-    namespace asio = boost::asio;
-    namespace beast = boost::beast;
-    namespace http = beast::http;
-    asio::io_context ioc;
-    auto tls = net::makeTlsContext({}, false);
-    beast::ssl_stream<beast::tcp_stream> stream(ioc, *tls);
-    stream.set_verify_mode(asio::ssl::verify_none);
-    beast::get_lowest_layer(stream).expires_after(10s);
-    beast::get_lowest_layer(stream).connect({asio::ip::make_address("127.0.0.1"), port});
-    stream.handshake(asio::ssl::stream_base::client);
-    http::request<http::empty_body> req(http::verb::get, "/metrics", 11);
-    req.set(http::field::host, "127.0.0.1");
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    return parsed(int(res.result_int()), std::string(res[http::field::content_type]), res.body());
+    const auto r = test::httpsGet(port, "/metrics");
+    return parsed(r.status, r.contentType, r.body);
 }
 
 void checkFormat(const Scrape &s)
