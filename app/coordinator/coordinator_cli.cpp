@@ -127,6 +127,9 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
                    "registrations accepted per minute from one IP address, after a burst (0: no cap)");
     cli::addWholeNumber(p, "--max-links-per-address", s.maxLinksPerAddress, 0, 1'000'000, "N",
                         "connections at once from one IP address, registered or not (0: no cap)");
+    cli::addWholeNumber(p, "--quarantine-after", s.quarantineAfter, 0, 1'000'000, "N",
+                        "quarantine a node (re-plan without it, ban its key for the run) once a peer has refused N of "
+                        "its values as poisoned, or two peers any (0: never)");
     auto *inviteGroup = p.add_option_group("invite", "With 'invite': the new join token");
     cli::addWholeNumber(*inviteGroup, "--uses", o.inviteUses, 1, 1'000'000, "N", "new volunteers it admits");
     cli::addWholeNumber(*inviteGroup, "--valid-days", o.inviteDays, 1, 3650, "D", "days until it expires");

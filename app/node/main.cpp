@@ -134,6 +134,9 @@ host::JobConsole console(const app::NodeOptions &options, JobEnd &end)
             std::printf("left the swarm: %s%s\n", s.reason.c_str(),
                         s.testAccuracy >= 0 ? (", final test accuracy " + format::percent(s.testAccuracy, 2)).c_str()
                                             : "");
+        else if (s.reason.rfind("quarantined", 0) == 0) // banned for the run: rejoining cannot work
+            std::printf("stopped at step %lld: %s. This coordinator will not take this node again in this run.\n",
+                        (long long)s.step, s.reason.c_str());
         else
             std::printf("stopped at step %lld: %s. Run the same command to rejoin and resume.\n", (long long)s.step,
                         s.reason.c_str());

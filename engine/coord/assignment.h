@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -161,6 +162,8 @@ struct NodeReport
     /// What its stage could take if never starved (samples per second of its own time):
     /// measured speed, for the straggler check. 0 until known.
     double ownSamplesPerSecond = 0;
+    /// Values of other peers this node refused as poisoned, by peer id, since it started.
+    std::map<std::string, int64_t> complaints;
     bool operator==(const NodeReport &) const = default;
 };
 

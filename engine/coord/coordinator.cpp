@@ -58,6 +58,7 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
     rc.registerTimeout = settings.registerTimeout;
     rc.rejoinGrace = settings.rejoinGrace;
     rc.addressLimits = settings.addressLimits;
+    rc.quarantineAfter = settings.quarantineAfter;
     if (settings.admission == Admission::InviteOnly) {
         invites = std::make_unique<InviteBook>(settings.dataDir / "rookery.db");
         rc.invites = invites.get();
@@ -304,6 +305,7 @@ CoordinatorCounters Coordinator::counters() const
     out.refusals = c.refusals + l.refusedFull + l.refusedPerAddress;
     out.refusedNotInvited = c.refusedNotInvited;
     out.refusedLimited = c.refusedLimited;
+    out.quarantined = c.quarantined;
     out.refusedConnections = l.refusedFull + l.refusedPerAddress;
     out.heartbeats = c.heartbeats;
     out.assignmentPushes = c.assignmentPushes;

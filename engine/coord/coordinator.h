@@ -44,6 +44,9 @@ struct CoordinatorSettings
     AddressLimitSettings addressLimits; ///< registrations and nodes per source address
     /// Connections at once from one IP address, registered or not (0: no cap).
     size_t maxLinksPerAddress = 64;
+    /// Quarantine a node when one peer has refused this many of its values as poisoned
+    /// (ring chunks out of all bounds), or two peers any (0: never).
+    int64_t quarantineAfter = 3;
 
     std::chrono::milliseconds heartbeatInterval{1000};
     std::chrono::milliseconds heartbeatTimeout{5000}; ///< no heartbeat for this long: lost
@@ -102,6 +105,7 @@ struct CoordinatorCounters
     uint64_t refusedNotInvited = 0;  ///< invite-only: no valid join token
     uint64_t refusedLimited = 0;     ///< an address over its registration rate or node count
     uint64_t refusedConnections = 0; ///< connections closed at once: too many in all or from one address
+    uint64_t quarantined = 0;        ///< nodes quarantined: their peers refused their values
     uint64_t heartbeats = 0;
     uint64_t assignmentPushes = 0;
     uint64_t relayGrants = 0;

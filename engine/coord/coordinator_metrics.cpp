@@ -31,7 +31,7 @@ std::string coordinatorMetrics(const StatusInputs &in)
     m.gauge("rookery_coordinator_peers", "Nodes online: linked and sending heartbeats.",
             double(byPresence[Presence::Online]));
     m.family("rookery_coordinator_nodes", Type::Gauge, "Known nodes by presence.");
-    for (const Presence p : {Presence::Online, Presence::Lost, Presence::Gone, Presence::Left})
+    for (const Presence p : {Presence::Online, Presence::Lost, Presence::Gone, Presence::Left, Presence::Quarantined})
         m.sample(byPresence[p], {{"presence", std::string(presenceName(p))}});
     m.counter("rookery_coordinator_registrations_total", "Registrations accepted since start.",
               double(in.counters.registrations));
@@ -44,6 +44,10 @@ std::string coordinatorMetrics(const StatusInputs &in)
     m.sample(double(in.counters.refusedLimited), {{"limit", "address_registrations"}});
     m.sample(double(in.listener.refusedPerAddress), {{"limit", "address_connections"}});
     m.sample(double(in.listener.refusedFull), {{"limit", "connections"}});
+    m.sample(double(in.counters.refusedBanned), {{"limit", "quarantine"}});
+    m.counter("rookery_coordinator_quarantined_total",
+              "Nodes quarantined since start: their peers refused their values as poisoned.",
+              double(in.counters.quarantined));
     m.counter("rookery_coordinator_heartbeats_total", "Heartbeats received since start.",
               double(in.counters.heartbeats));
     m.counter("rookery_coordinator_assignment_pushes_total", "Assignments sent to nodes since start.",

@@ -28,13 +28,15 @@ std::string_view presenceName(Presence p)
         return "gone";
     case Presence::Left:
         return "left";
+    case Presence::Quarantined:
+        return "quarantined";
     }
     return "?";
 }
 
 Presence presenceFromName(std::string_view name)
 {
-    for (auto p : {Presence::Online, Presence::Lost, Presence::Gone, Presence::Left})
+    for (auto p : {Presence::Online, Presence::Lost, Presence::Gone, Presence::Left, Presence::Quarantined})
         if (presenceName(p) == name)
             return p;
     return Presence::Gone;
@@ -125,7 +127,7 @@ void NodeRegistry::restore(const StoredState &state, const std::vector<std::stri
                 r->inPlanner = false;
             }
         } else {
-            r->presence = stored == Presence::Left ? Presence::Left : Presence::Gone;
+            r->presence = stored == Presence::Left || stored == Presence::Quarantined ? stored : Presence::Gone;
             if (r->inPlanner)
                 m_hooks.leave(r->nodeId);
             r->inPlanner = false;

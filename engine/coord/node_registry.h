@@ -27,6 +27,9 @@ enum class Presence {
     Lost,   ///< its link dropped or went quiet: it keeps its assignment for the grace period
     Gone,   ///< lost for longer than the grace period: re-planned away
     Left,   ///< it said goodbye (Leave): re-planned away at once
+    /// Its peers refused its values as poisoned: re-planned away and its key banned for
+    /// the run (kept across restarts); new keys from its address are refused too.
+    Quarantined,
 };
 
 std::string_view presenceName(Presence presence);
@@ -58,6 +61,9 @@ struct RegistryConfig
     /// Null: open admission.
     InviteBook *invites = nullptr;
     AddressLimitSettings addressLimits;
+    /// A node is quarantined when one peer has refused this many of its values, or two
+    /// peers any (0: never).
+    int64_t quarantineAfter = 3;
 };
 
 /// One node as the status API shows it (light: no ring lists).
@@ -89,6 +95,8 @@ struct RegistryCounters
     uint64_t refusals = 0;          ///< every refused registration or request, the two below included
     uint64_t refusedNotInvited = 0; ///< invite-only: no valid join token
     uint64_t refusedLimited = 0;    ///< an address over its registration rate or node count
+    uint64_t refusedBanned = 0;     ///< a quarantined key, or a new key from its address
+    uint64_t quarantined = 0;       ///< nodes quarantined since start
     uint64_t heartbeats = 0;
     uint64_t assignmentPushes = 0;
     uint64_t relayGrants = 0;
@@ -194,6 +202,9 @@ private:
     void refuse(const std::shared_ptr<net::Link> &link, net::CoordinatorErrorCode code, const std::string &reason,
                 Outbox &out);
     void lose(Record &record, Clock::time_point now, const std::string &why);
+    /// A heartbeat's complaints about other nodes: quarantines those they condemn. Under m_mutex.
+    void weighComplaints(const Record &reporter, Outbox &out);
+    void quarantine(Record &record, const std::string &why, Outbox &out);
     void persist(const Record &record) const;
 
     const RegistryConfig m_config;
@@ -211,6 +222,9 @@ private:
     AddressLimits m_limits;
     /// Registered links -> the host they come from, counted in m_limits until they close.
     std::unordered_map<const net::Link *, std::string> m_linkHost;
+    /// Addresses of quarantined nodes: no new keys from them for the run (not kept across
+    /// a restart; their keys are).
+    std::set<std::string> m_bannedHosts;
 };
 
 } // namespace rookery::coord

@@ -86,7 +86,18 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
             ++m_counters.refusedLimited;
             return refuse(link, net::CoordinatorErrorCode::Limited, *why, out);
         }
-        known = m_nodes.count(nodeId) > 0;
+        const auto it = m_nodes.find(nodeId);
+        known = it != m_nodes.end();
+        if (known && it->second->presence == Presence::Quarantined) {
+            ++m_counters.refusedBanned;
+            return refuse(link, net::CoordinatorErrorCode::Banned,
+                          "this node is quarantined for the run: " + it->second->assignment.reason, out);
+        }
+        if (!known && m_bannedHosts.count(host)) {
+            ++m_counters.refusedBanned;
+            return refuse(link, net::CoordinatorErrorCode::Banned,
+                          "a node from " + host + " was quarantined: no new nodes from that address for the run", out);
+        }
     }
     CheckedRegistration c;
     std::string certificate;
@@ -218,6 +229,8 @@ void NodeRegistry::onHeartbeat(const std::shared_ptr<net::Link> &link, const net
     rec.report = fromWire(h.metrics);
     rec.reportFresh = true;
     noteActivity(rec, before, wasAway, now);
+    if (!rec.report.complaints.empty())
+        weighComplaints(rec, out);
     ++rec.heartbeats;
     ++m_counters.heartbeats;
     out.send(link, net::Message(net::HeartbeatAck{h.seq, rec.assignment.version}));

@@ -55,6 +55,8 @@ struct NodeRegistry::Record
     /// than the grace, and placed again when it resumes (`parked`).
     std::optional<Clock::time_point> pausedSince;
     bool parked = false;
+    /// Complaints about this node: reporter id -> values of it the reporter refused.
+    std::map<std::string, int64_t> complaintsAgainst;
     /// Lost only because this coordinator restarted (restore()), until it registers again.
     bool lostWithCoordinator = false;
     NodeReport report;

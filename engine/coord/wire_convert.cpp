@@ -135,15 +135,19 @@ RunConfig fromWire(const net::RunInfo &w)
 
 net::NodeMetrics toWire(const NodeReport &r)
 {
-    return {r.samplesPerSecond,
-            uint64_t(std::max<int64_t>(0, r.step)),
-            r.loss,
-            net::NodeActivity(int(r.activity)),
-            uint64_t(std::max<int64_t>(0, r.samplesTotal)),
-            r.busyFraction,
-            net::AwayReason(int(r.away)),
-            uint64_t(std::max<int64_t>(0, r.sleptSeconds)),
-            r.ownSamplesPerSecond};
+    net::NodeMetrics m{r.samplesPerSecond,
+                       uint64_t(std::max<int64_t>(0, r.step)),
+                       r.loss,
+                       net::NodeActivity(int(r.activity)),
+                       uint64_t(std::max<int64_t>(0, r.samplesTotal)),
+                       r.busyFraction,
+                       net::AwayReason(int(r.away)),
+                       uint64_t(std::max<int64_t>(0, r.sleptSeconds)),
+                       r.ownSamplesPerSecond,
+                       {}};
+    for (const auto &[peer, refused] : r.complaints)
+        m.complaints.emplace_back(peer, uint64_t(std::max<int64_t>(0, refused)));
+    return m;
 }
 
 NodeReport fromWire(const net::NodeMetrics &m)
@@ -151,9 +155,19 @@ NodeReport fromWire(const net::NodeMetrics &m)
     auto clampI = [](uint64_t v) {
         return int64_t(std::min<uint64_t>(v, uint64_t(std::numeric_limits<int64_t>::max())));
     };
-    return {m.samplesPerSecond,         clampI(m.step),         m.loss,
-            NodeActivity(int(m.state)), clampI(m.samplesTotal), m.busyFraction,
-            AwayReason(int(m.away)),    clampI(m.sleptSeconds), m.ownSamplesPerSecond};
+    NodeReport r{m.samplesPerSecond,
+                 clampI(m.step),
+                 m.loss,
+                 NodeActivity(int(m.state)),
+                 clampI(m.samplesTotal),
+                 m.busyFraction,
+                 AwayReason(int(m.away)),
+                 clampI(m.sleptSeconds),
+                 m.ownSamplesPerSecond,
+                 {}};
+    for (const auto &[peer, refused] : m.complaints)
+        r.complaints[peer] = clampI(refused);
+    return r;
 }
 
 } // namespace rookery::coord

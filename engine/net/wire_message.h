@@ -245,6 +245,8 @@ struct NodeMetrics
     AwayReason away = AwayReason::None;
     uint64_t sleptSeconds = 0;
     double ownSamplesPerSecond = 0;
+    /// Peer id -> values of it this node refused, since it started.
+    std::vector<std::pair<std::string, uint64_t>> complaints;
     bool operator==(const NodeMetrics &) const = default;
 };
 
@@ -314,6 +316,7 @@ enum class CoordinatorErrorCode : uint8_t {
     Internal = 6,
     NotInvited = 7, ///< invite-only, and the registration had no valid join token
     Limited = 8,    ///< too many registrations or nodes from its address: try again later
+    Banned = 9,     ///< quarantined for the run: its peers refused its values
 };
 
 /// A request was refused; the coordinator closes the link after sending it.

@@ -58,8 +58,12 @@ NodeMetrics fromWire(const wire::NodeMetrics &w)
 {
     const int state = w.state() >= 0 && w.state() <= 5 ? int(w.state()) : 0; // a newer node's state: unknown
     const int away = w.away() >= 0 && w.away() <= 5 ? int(w.away()) : 0;     // a newer node's reason: none given
-    return {w.samples_per_second(), w.step(),         w.loss(),          NodeActivity(state),       w.samples_total(),
-            w.busy_fraction(),      AwayReason(away), w.slept_seconds(), w.own_samples_per_second()};
+    NodeMetrics m{w.samples_per_second(), w.step(),          w.loss(),
+                  NodeActivity(state),    w.samples_total(), w.busy_fraction(),
+                  AwayReason(away),       w.slept_seconds(), w.own_samples_per_second()};
+    for (const auto &c : w.complaints())
+        m.complaints.emplace_back(c.peer_id(), c.refused());
+    return m;
 }
 
 bool validRole(int r) { return r == wire::ROLE_NODE || r == wire::ROLE_COORDINATOR; }
@@ -212,7 +216,7 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     }
     case E::kCoordinatorError: {
         const auto &c = env.coordinator_error();
-        return CoordinatorError{CoordinatorErrorCode(std::clamp(int(c.code()), 0, 8)), c.reason()};
+        return CoordinatorError{CoordinatorErrorCode(std::clamp(int(c.code()), 0, 9)), c.reason()};
     }
     case E::BODY_NOT_SET:
         break;

@@ -203,6 +203,11 @@ struct ToEnvelope
         x->set_away(wire::AwayReason(int(m.metrics.away)));
         x->set_slept_seconds(m.metrics.sleptSeconds);
         x->set_own_samples_per_second(m.metrics.ownSamplesPerSecond);
+        for (const auto &[peer, refused] : m.metrics.complaints) {
+            auto *c = x->add_complaints();
+            c->set_peer_id(peer);
+            c->set_refused(refused);
+        }
     }
     void operator()(const HeartbeatAck &m)
     {

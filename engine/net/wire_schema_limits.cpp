@@ -134,6 +134,15 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
     }
     case E::kCoordinatorError:
         return checkStrings({{"reason", &env.coordinator_error().reason()}}, limits);
+    case E::kHeartbeat: {
+        const auto &complaints = env.heartbeat().metrics().complaints();
+        if (auto r = checkCount("complaints", complaints.size(), limits); !r.empty())
+            return r;
+        for (const auto &c : complaints)
+            if (auto r = checkStrings({{"complaint peer id", &c.peer_id()}}, limits); !r.empty())
+                return r;
+        return {};
+    }
     default:
         return {};
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/assigned_stage.h"
 
+#include "engine/participant/peer_complaints.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -383,6 +385,8 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
                 change.before.push_back(p);
         auto outcome = averaging.average(snapshot, ring.place(), round, *ring.links);
         if (outcome.result.rejected) { // poison stops here; the previous member sent it
+            if (config.complaints)
+                config.complaints->refused(ring.previous);
             std::lock_guard lock(mutex);
             ++progress.ringRejected;
             log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +

@@ -25,6 +25,7 @@ class CheckpointStore;
 namespace rookery::participant {
 
 class PeerMesh;
+class PeerComplaints;
 
 /// What an assigned stage needs besides its assignment.
 struct AssignedStageConfig
@@ -45,6 +46,8 @@ struct AssignedStageConfig
     /// suffers beyond about 5 (bench_wan: the MLP at 81-83% after 1,500 steps with 4-5 in
     /// flight, 70% with 8).
     int maxWindow = 5;
+    /// Where refusals of a peer's values are counted for the coordinator (null: nowhere).
+    std::shared_ptr<PeerComplaints> complaints;
 };
 
 /// Figures an assigned stage publishes as it trains.

@@ -18,6 +18,7 @@
 #include "engine/device/suspend_detector.h"
 #include "engine/net/net_context.h"
 #include "engine/participant/node_preparation.h"
+#include "engine/participant/peer_complaints.h"
 #include "engine/participant/peer_mesh.h"
 #include "engine/participant/router_port.h"
 #include "engine/participant/stage_slot.h"
@@ -130,6 +131,8 @@ private:
     device::SuspendDetector m_suspend;    ///< notices that the computer slept
     std::chrono::milliseconds m_slept{0}; ///< asleep this long in all since the node started
     std::optional<std::chrono::steady_clock::time_point> m_finishedAt;
+    /// Peers whose values this node refused, for its heartbeats.
+    std::shared_ptr<PeerComplaints> m_complaints = std::make_shared<PeerComplaints>();
 };
 
 } // namespace rookery::participant

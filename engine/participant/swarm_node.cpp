@@ -136,6 +136,7 @@ void NodeRun::startStage(const coord::Assignment &a)
     sc.keepCheckpoints = s.keepCheckpoints;
     sc.checkpointEvery = s.checkpointEvery;
     sc.evaluateEvery = s.evaluateEvery;
+    sc.complaints = m_complaints;
     SwarmNode::Impl &d = m_node;
     try {
         auto stage = std::make_shared<AssignedStage>(
@@ -194,6 +195,7 @@ void NodeRun::sendReport(coord::NodeReport report, AssignedStage::Phase phase)
                    " s; links that timed out meanwhile are being made again");
     }
     report.sleptSeconds = std::chrono::duration_cast<std::chrono::seconds>(m_slept).count();
+    report.complaints = m_complaints->snapshot();
     m_client->report(report);
 }
 

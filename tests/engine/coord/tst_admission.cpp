@@ -216,6 +216,61 @@ private Q_SLOTS:
         QVERIFY(test::eventually([&] { return c.counters().refusedConnections > 0; }));
     }
 
+    // Heartbeats carry each node's complaints (values of a peer it refused as poisoned).
+    // Two reporters, or one reporting 3 refusals, quarantine the accused: re-planned away,
+    // told why, its key refused from then on (also after a restart), and no new keys
+    // from its address.
+    void aNodeItsPeersRefuseIsQuarantined()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.reachabilityTimeout = 0ms;
+        auto c = std::make_unique<coord::Coordinator>(s);
+        net::NetContext ctx(1);
+        std::vector<std::unique_ptr<test::TestNode>> n;
+        for (int i = 0; i < 4; ++i) {
+            n.push_back(std::make_unique<test::TestNode>());
+            n.back()->start(ctx, c->coordinatorAddress(), 50, 1u << 30);
+        }
+        QVERIFY(test::eventually([&] { return c->counters().nodesOnline == 4; }));
+        const auto complain = [&](int who, int about, int64_t refused) {
+            coord::NodeReport r;
+            r.complaints[n[size_t(about)]->identity.nodeId()] = refused;
+            n[size_t(who)]->client->report(r);
+        };
+        complain(0, 1, 1);
+        std::this_thread::sleep_for(500ms); // several heartbeats: one reporter, one refusal
+        QCOMPARE(c->counters().quarantined, uint64_t(0));
+        complain(2, 1, 1); // a second reporter
+        QVERIFY(test::eventually([&] { return c->counters().quarantined == 1; }));
+        QVERIFY(test::eventually([&] { return contains(n[1]->lastError(), "quarantined for the run"); }));
+        QVERIFY2(contains(n[1]->lastError(), "2 peers refused its values"), n[1]->lastError().c_str());
+        QCOMPARE(c->assignments().at(n[1]->identity.nodeId()).state, coord::AssignmentState::Stopped);
+
+        complain(3, 0, 2);
+        std::this_thread::sleep_for(500ms);
+        QCOMPARE(c->counters().quarantined, uint64_t(1));
+        complain(3, 0, 3); // one reporter, 3 refusals
+        QVERIFY(test::eventually([&] { return c->counters().quarantined == 2; }));
+        QVERIFY(test::eventually([&] { return contains(n[0]->lastError(), "3 times"); }));
+        QVERIFY(contains(c->statusJson(), "\"quarantined\""));
+
+        // A new key from the quarantined nodes' address is refused.
+        test::TestNode newcomer;
+        newcomer.start(ctx, c->coordinatorAddress(), 50, 1u << 30);
+        QVERIFY(test::eventually([&] { return contains(newcomer.lastError(), "no new nodes from that address"); }));
+
+        // After a restart the key is still banned.
+        s.port = c->port();
+        c.reset();
+        coord::Coordinator again(s);
+        test::TestNode returning;
+        returning.identity = n[1]->identity;
+        returning.start(ctx, again.coordinatorAddress(), 50, 1u << 30);
+        QVERIFY(test::eventually([&] { return contains(returning.lastError(), "quarantined for the run"); }));
+        QVERIFY(test::eventually([&] { return n[2]->registrationCount() >= 2; })); // the honest come back
+    }
+
     void theLimitsShowInTheMetrics()
     {
         coord::StatusInputs in;

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// NodeRegistry's quarantine: nodes whose values their peers refuse as poisoned are
+// re-planned away, told why, and their keys banned for the run.
+#include "engine/coord/node_registry.h"
+
+#include "engine/common/log.h"
+#include "engine/coord/node_registry_record.h"
+
+namespace rookery::coord {
+
+using namespace registry_detail;
+
+void NodeRegistry::weighComplaints(const Record &reporter, Outbox &out)
+{
+    if (m_config.quarantineAfter <= 0)
+        return;
+    for (const auto &[accusedId, refused] : reporter.report.complaints) {
+        const auto it = m_nodes.find(accusedId);
+        if (it == m_nodes.end() || accusedId == reporter.nodeId || refused <= 0)
+            continue;
+        Record &accused = *it->second;
+        if (accused.presence == Presence::Quarantined)
+            continue;
+        auto &count = accused.complaintsAgainst[reporter.nodeId];
+        if (refused <= count)
+            continue; // counts only grow; an older or repeated report changes nothing
+        count = refused;
+        int64_t most = 0;
+        for (const auto &[who, n] : accused.complaintsAgainst)
+            most = std::max(most, n);
+        const size_t reporters = accused.complaintsAgainst.size();
+        if (most >= m_config.quarantineAfter || reporters >= 2)
+            quarantine(accused,
+                       reporters >= 2 ? std::to_string(reporters) + " peers refused its values as poisoned"
+                                      : "a peer refused its values as poisoned " + std::to_string(most) + " times",
+                       out);
+    }
+}
+
+void NodeRegistry::quarantine(Record &rec, const std::string &why, Outbox &out)
+{
+    ++m_counters.quarantined;
+    rec.presence = Presence::Quarantined;
+    if (rec.inPlanner)
+        m_hooks.leave(rec.nodeId);
+    rec.inPlanner = false;
+    rec.parked = false;
+    rec.assignment = unplaced(rec.assignment.version + 1, AssignmentState::Stopped, "quarantined: " + why);
+    auto link = rec.link.lock();
+    std::string host;
+    if (link) {
+        if (const auto h = m_linkHost.find(link.get()); h != m_linkHost.end())
+            host = h->second;
+        m_linkNode.erase(link.get());
+        out.send(link, std::make_shared<const Assignment>(rec.assignment));
+        out.send(link, net::Message(net::CoordinatorError{net::CoordinatorErrorCode::Banned,
+                                                          "this node is quarantined for the run: " + why}));
+        out.close(link, "quarantined");
+    }
+    if (!host.empty())
+        m_bannedHosts.insert(host);
+    log::warning(kArea, "quarantined node " + shortId(rec.nodeId) + " '" + rec.name + "': " + why +
+                            "; re-planned without it, its key banned for the run" +
+                            (host.empty() ? "" : " and new keys from " + host + " refused"));
+    if (m_hooks.awayChanged)
+        m_hooks.awayChanged();
+    m_hooks.changed();
+    persist(rec);
+}
+
+} // namespace rookery::coord
