@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <regex>
+#include <string>
 
 #include "engine/common/command_line.h"
 #include "engine/common/error.h"
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
     int cpuPercent = 100;
     int64_t graceSeconds = 0;
     int poisoner = 0;
+    std::string misbehaviour = "ring-poison";
     bool fresh = false, quiet = false, throughRelay = false, overlap = false, stragglers = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
@@ -62,8 +64,12 @@ int main(int argc, char **argv)
                "the coordinator re-cuts a cluster around a stage much slower than its peers (its "
                "--straggler-check 5; experimental)");
     cli::addWholeNumber(p, "--testing-misbehave", poisoner, 1, 64, "N",
-                        "testing: node N sends its ring chunks scaled by -1e6 (ROOKERY_TESTING_MISBEHAVE=ring-poison), "
-                        "to watch the others refuse them");
+                        "testing: node N sends poisoned values (ROOKERY_TESTING_MISBEHAVE), to watch the others "
+                        "refuse them and the coordinator quarantine it");
+    p.add_option("--testing-misbehaviour", misbehaviour,
+                 "testing: what node N of --testing-misbehave does: ring-poison (ring chunks scaled by -1e6), "
+                 "activation-scale (activations scaled by 1e6), nan-gradients, or several, comma-separated")
+        ->type_name("KINDS");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
     p.add_flag("--overlap-averaging", overlap,
                "averaging rounds run beside training, on a snapshot of the weights (the coordinator's "
@@ -104,7 +110,7 @@ int main(int argc, char **argv)
     if (graceSeconds > 0)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--rejoin-grace-ms", std::to_string(graceSeconds * 1000)});
     if (poisoner > 0)
-        s.nodeEnvironment[poisoner] = {"ROOKERY_TESTING_MISBEHAVE=ring-poison"};
+        s.nodeEnvironment[poisoner] = {"ROOKERY_TESTING_MISBEHAVE=" + misbehaviour};
     if (throughRelay) { // port 1 on loopback: nothing listens, the coordinator's check fails at once
         s.nodeArgs.insert(s.nodeArgs.end(), {"--public-address", "127.0.0.1:1"});
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--reachability-timeout", "3"});

@@ -158,7 +158,8 @@ struct AssignedStage::Impl
 void AssignedStage::Impl::buildLinks()
 {
     const auto &as = a();
-    transport = std::make_unique<NetStageTransport>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
+    transport =
+        std::make_unique<NetStageTransport>(mesh, as.stage, as.previous.nodeId, as.next.nodeId, config.complaints);
     relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
     router = std::make_unique<StageRouter>(*transport, *relay);
     for (const auto &r : as.rings) {

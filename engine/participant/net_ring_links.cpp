@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/net_ring_links.h"
 
+#include "engine/participant/testing_misbehaviour.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -65,24 +67,9 @@ void NetRingLinks::setNeighbours(std::string next, std::string previous)
     m_queue.clear();
 }
 
-bool poisonsRingChunks()
-{
-    static const bool poison = [] {
-        const char *v = std::getenv("ROOKERY_TESTING_MISBEHAVE");
-        if (!v || !*v)
-            return false;
-        if (std::string_view(v) != "ring-poison")
-            throw Error(std::string("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '") + v + "' (ring-poison)");
-        log::warning("swarm", "ROOKERY_TESTING_MISBEHAVE=ring-poison (a testing option): this node sends every ring "
-                              "chunk scaled by -1e6");
-        return true;
-    }();
-    return poison;
-}
-
 void NetRingLinks::sendNext(swarm::RingChunk chunk)
 {
-    if (poisonsRingChunks())
+    if (testingMisbehaviour().ringPoison)
         for (auto &x : chunk.values)
             x *= -1e6f;
     std::string next;

@@ -14,12 +14,6 @@ namespace rookery::participant {
 
 class PeerMesh;
 
-/// Whether this node misbehaves on purpose, for tests of the others' defences: with
-/// ROOKERY_TESTING_MISBEHAVE=ring-poison in its environment it sends every ring chunk
-/// scaled by -1e6 (and says so in its log). Never set in the product. Throws
-/// rookery::Error on another value.
-bool poisonsRingChunks();
-
 /// One ring's links over the swarm's TLS WebSocket links: chunks go to the next member
 /// as RingChunk messages tagged with the ring's id; chunks from the previous member are
 /// queued until the all-reduce asks for them.

@@ -1,10 +1,35 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/net_stage_transport.h"
 
+#include <cstring>
+#include <limits>
+#include <vector>
+
 #include "engine/common/log.h"
+#include "engine/participant/peer_complaints.h"
 #include "engine/participant/peer_mesh.h"
+#include "engine/participant/testing_misbehaviour.h"
 
 namespace rookery::participant {
+namespace {
+
+// A float32 copy of `t` times `factor` (a misbehaving node's activations or gradients).
+TensorBuffer scaled(const TensorBuffer &t, float factor)
+{
+    if (t.dtype != DType::Float32)
+        return t;
+    std::vector<uint8_t> bytes(t.data, t.data + t.bytes);
+    for (size_t i = 0; i + sizeof(float) <= bytes.size(); i += sizeof(float)) {
+        float x;
+        std::memcpy(&x, bytes.data() + i, sizeof x);
+        x *= factor;
+        std::memcpy(bytes.data() + i, &x, sizeof x);
+    }
+    return tensorBufferFromBytes(DType::Float32, t.shape, std::move(bytes));
+}
+
+} // namespace
+
 namespace {
 
 constexpr uint64_t kMicrobatchMask = (uint64_t(1) << NetStageTransport::kGenerationShift) - 1;
@@ -36,11 +61,13 @@ train::StopMessage stopFromText(int stage, const std::string &text)
 
 } // namespace
 
-NetStageTransport::NetStageTransport(PeerMesh &mesh, int stage, std::string previous, std::string next)
+NetStageTransport::NetStageTransport(PeerMesh &mesh, int stage, std::string previous, std::string next,
+                                     std::shared_ptr<PeerComplaints> complaints)
     : m_mesh(mesh)
     , m_stage(stage)
     , m_previous(std::move(previous))
     , m_next(std::move(next))
+    , m_complaints(std::move(complaints))
 {
     m_upPrevious = m_previous.empty() || m_mesh.isUp(m_previous);
     m_upNext = m_next.empty() || m_mesh.isUp(m_next);
@@ -57,6 +84,23 @@ void NetStageTransport::beginRun()
     }
     // Non-root stages keep forward messages that already arrived for a newer generation:
     // the root may have restarted before this stage did.
+}
+
+void NetStageTransport::refuseLocked(const std::string &peer, const char *what, const std::string &why,
+                                     int64_t refusedSoFar)
+{
+    if (m_complaints)
+        m_complaints->refused(peer);
+    // The first few, then one in a hundred: a hostile neighbour sends one per microbatch.
+    if (refusedSoFar <= 3 || refusedSoFar % 100 == 0)
+        log::warning("pipeline", "stage " + std::to_string(m_stage) + ": refused the " + what + " of peer " +
+                                     peer.substr(0, 12) + ": " + why + "; this run stops, nothing of them trained (" +
+                                     std::to_string(refusedSoFar) + " refused so far)");
+    // Training on a stand-in would still send the sender gradients that do not match
+    // what it computed; stopping the run keeps both ends clean until it is re-planned.
+    abortLocked({train::StopKind::Cancelled, m_stage,
+                 std::string("refused poisoned ") + what + " from peer " + peer.substr(0, 12)});
+    m_changed.notify_all();
 }
 
 bool NetStageTransport::neighboursUp() const
@@ -80,11 +124,15 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
             m_forward.clear();
             m_backward.clear();
         }
+        if (auto why = m_activationGuard.check(a->activations))
+            return refuseLocked(peer, "activations", *why, m_activationGuard.refused());
         m_forward.push_back(train::ForwardMessage{int64_t(a->microbatchId & kMicrobatchMask), int64_t(a->weightVersion),
                                                   std::move(a->activations), std::move(a->labels)});
     } else if (auto *g = std::get_if<net::Gradients>(&message)) {
         if (peer != m_next || (g->microbatchId >> kGenerationShift) != m_generation)
             return;
+        if (auto why = m_gradientGuard.check(g->gradients))
+            return refuseLocked(peer, "gradients", *why, m_gradientGuard.refused());
         m_backward.push_back(
             train::BackwardMessage{int64_t(g->microbatchId & kMicrobatchMask), std::move(g->gradients)});
     } else if (auto *e = std::get_if<net::StageError>(&message)) {
@@ -159,6 +207,8 @@ bool NetStageTransport::sendForward(train::ForwardMessage message)
         std::lock_guard lock(m_mutex);
         id = wireId(message.microbatch);
     }
+    if (testingMisbehaviour().activationScale)
+        message.activations = scaled(message.activations, 1e6f);
     return sendTo(m_next, net::Activations{id, uint64_t(message.weightVersion), std::move(message.activations),
                                            std::move(message.labels)});
 }
@@ -174,6 +224,8 @@ bool NetStageTransport::sendBackward(train::BackwardMessage message)
     // tensor (shape [0]) says so.
     if (message.gradient.empty())
         message.gradient = tensorBufferFromBytes(DType::Float32, {0}, {});
+    else if (testingMisbehaviour().nanGradients)
+        message.gradient = scaled(message.gradient, std::numeric_limits<float>::quiet_NaN());
     return sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient)});
 }
 

@@ -4,16 +4,19 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "engine/net/wire_message.h"
+#include "engine/participant/tensor_guard.h"
 #include "engine/train/stage_transport.h"
 
 namespace rookery::participant {
 
 class PeerMesh;
+class PeerComplaints;
 
 /// A pipeline stage's links to its neighbours over the swarm's TLS WebSocket links:
 /// forward activations go to the next stage as Activations, gradients back to the
@@ -35,7 +38,11 @@ class NetStageTransport final : public train::StageTransport
 public:
     /// `previous`/`next` are neighbour node ids ("" for none: the root has no previous
     /// stage, the leaf no next).
-    NetStageTransport(PeerMesh &mesh, int stage, std::string previous, std::string next);
+    /// Values a neighbour sends are checked (TensorGuard); a refused tensor stops the run
+    /// (nothing of it is trained on) and is counted against the sender in `complaints`
+    /// (may be null).
+    NetStageTransport(PeerMesh &mesh, int stage, std::string previous, std::string next,
+                      std::shared_ptr<PeerComplaints> complaints = {});
 
     /// Prepares the next run: drops what is queued, clears the abort, and (at the root)
     /// opens a new generation. Call before each StageRuntime::run().
@@ -62,6 +69,9 @@ public:
 private:
     bool sendTo(const std::string &peer, const net::Message &message);
     void abortLocked(train::StopMessage reason);
+    /// A tensor from `peer` failed its guard: counted against it, logged (not every time),
+    /// and the run stopped.
+    void refuseLocked(const std::string &peer, const char *what, const std::string &why, int64_t refusedSoFar);
     std::optional<train::StageMessage> takeLocked();
     uint64_t wireId(int64_t microbatch) const { return (m_generation << kGenerationShift) | uint64_t(microbatch); }
 
@@ -78,6 +88,9 @@ private:
     std::optional<train::StopMessage> m_abort;
     bool m_upPrevious = false;
     bool m_upNext = false;
+    std::shared_ptr<PeerComplaints> m_complaints;
+    TensorGuard m_activationGuard; ///< on what the previous stage sends
+    TensorGuard m_gradientGuard;   ///< on what the next stage sends
 };
 
 } // namespace rookery::participant

@@ -9,6 +9,7 @@
 #include "engine/net/tcp_listen.h"
 #include "engine/participant/net_ring_links.h"
 #include "engine/participant/node_run.h"
+#include "engine/participant/testing_misbehaviour.h"
 
 namespace rookery::participant {
 
@@ -160,7 +161,7 @@ void NodeRun::openMesh(const coord::Registration &registration)
     mc.port = m_prepared.port;
     mc.credentials = {registration.certificatePem, m_prepared.identity.privateKeyPem(), registration.caCertificatePem};
     mc.wan = net::wanEmulationFromEnvironment(); // a testing option; off unless set
-    (void)poisonsRingChunks();                   // another; says so now, or refuses a bad value
+    (void)testingMisbehaviour();                 // another; says so now, or refuses a bad value
     // The governor's caps apply to every link (it outlives them).
     mc.link.upload = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.uploadLimiter());
     mc.link.download = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.downloadLimiter());

@@ -117,6 +117,44 @@ private Q_SLOTS:
         checkAccuracy(run);
     }
 
+    // A hostile pipeline neighbour: node 1 sends its activations scaled by 1e6 and NaN
+    // gradients (whichever its stage sends). Its neighbour refuses them, stops the run
+    // (trains nothing of them) and reports it; the coordinator quarantines node 1 and re-plans
+    // without it; no honest stage ever trains on a non-finite value and both clusters
+    // reach 85%.
+    void aPoisonedPipelineNeighbourIsQuarantined()
+    {
+        QTemporaryDir dir;
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        QVERIFY(
+            run.start(dir.path(), false,
+                      {QStringLiteral("--testing-misbehave"), QStringLiteral("1"),
+                       QStringLiteral("--testing-misbehaviour"), QStringLiteral("activation-scale,nan-gradients")}));
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        static const QRegularExpression idLine(QStringLiteral("\\[node 1\\] joining the swarm at \\S+ as node (\\w+)"));
+        const QString poisoner = idLine.match(run.output).captured(1).left(12);
+        QVERIFY2(!poisoner.isEmpty(), qPrintable(run.output.left(3000)));
+        static const QRegularExpression refusal(QStringLiteral(
+            "\\[node (\\d)\\] warning pipeline: stage \\d+: refused the (activations|gradients) of peer (\\w+): "));
+        int refusals = 0;
+        for (auto it = refusal.globalMatch(run.output); it.hasNext();) {
+            const auto m = it.next();
+            QVERIFY2(m.captured(1) != QLatin1String("1"), qPrintable(m.captured(0)));
+            QCOMPARE(m.captured(3), poisoner);
+            ++refusals;
+        }
+        qInfo("%d refusals logged, every one of node 1's values (%s)", refusals, qPrintable(poisoner));
+        QVERIFY2(refusals >= 1, qPrintable(run.output.right(3000)));
+        QVERIFY2(run.output.contains(QStringLiteral("[coordinator] warning coord: quarantined node ") + poisoner),
+                 qPrintable(run.output.right(3000)));
+        static const QRegularExpression badLoss(QStringLiteral("\\[node ([2-4])\\] step [^\\n]*loss (nan|inf|-nan)"));
+        QVERIFY2(!badLoss.match(run.output).hasMatch(), qPrintable(badLoss.match(run.output).captured(0)));
+        checkAccuracy(run);
+    }
+
     // Every node advertises an address nobody can dial, as if behind NAT without a
     // mapped port: the only way two stages can link is the coordinator's relay, with
     // their mutual TLS end to end inside it.

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/participant/testing_misbehaviour.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+
+namespace rookery::participant {
+
+const TestingMisbehaviour &testingMisbehaviour()
+{
+    static const TestingMisbehaviour chosen = [] {
+        TestingMisbehaviour m;
+        const char *v = std::getenv("ROOKERY_TESTING_MISBEHAVE");
+        if (!v || !*v)
+            return m;
+        std::istringstream list(v);
+        for (std::string word; std::getline(list, word, ',');) {
+            if (word == "ring-poison")
+                m.ringPoison = true;
+            else if (word == "activation-scale")
+                m.activationScale = true;
+            else if (word == "nan-gradients")
+                m.nanGradients = true;
+            else
+                throw Error("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
+                            "' (ring-poison, activation-scale, nan-gradients)");
+        }
+        log::warning("swarm", std::string("ROOKERY_TESTING_MISBEHAVE=") + v +
+                                  " (a testing option): this node sends poisoned values on purpose" +
+                                  (m.ringPoison ? "; ring chunks scaled by -1e6" : "") +
+                                  (m.activationScale ? "; activations scaled by 1e6" : "") +
+                                  (m.nanGradients ? "; NaN gradients" : ""));
+        return m;
+    }();
+    return chosen;
+}
+
+} // namespace rookery::participant

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+namespace rookery::participant {
+
+/// How this node misbehaves on purpose, for tests of the others' defences: read once
+/// from ROOKERY_TESTING_MISBEHAVE, a comma-separated list (and said in the log). Never set
+/// in the product.
+///  - ring-poison: every ring chunk it sends is scaled by -1e6;
+///  - activation-scale: every activation it sends is scaled by 1e6;
+///  - nan-gradients: every gradient it sends is NaN.
+struct TestingMisbehaviour
+{
+    bool ringPoison = false;
+    bool activationScale = false;
+    bool nanGradients = false;
+};
+
+/// Throws rookery::Error naming an unknown misbehaviour.
+const TestingMisbehaviour &testingMisbehaviour();
+
+} // namespace rookery::participant
