@@ -90,7 +90,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
 
     CLI::App p("Where a Rookery swarm meets: registers volunteers, signs their certificates, forms\n"
                "clusters, assigns pipeline stages, data shards and averaging rings, and re-plans as\n"
-               "nodes come and go. Prints its address (with its certificate's fingerprint) on start;\n"
+               "nodes come and go. Prints its address (with the fingerprint of its key) on start;\n"
                "give that address to the nodes.",
                "rookery-coordinator");
     cli::configure(p);

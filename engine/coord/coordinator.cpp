@@ -140,6 +140,7 @@ void Coordinator::Impl::start()
     sc.port = settings.statusPort;
     sc.credentials = lc.credentials;
     sc.feedInterval = settings.statusFeedInterval;
+    sc.feedLifetime = settings.statusFeedLifetime;
     sc.operatorToken = loadOrCreateOperatorToken(settings.dataDir);
     status = std::make_unique<StatusServer>(
         *net, sc, [this](StatusView view) { return statusDocument(view); },

@@ -81,7 +81,8 @@ struct CoordinatorSettings
     /// (ReachabilityProbe); give up after this long. 0: never check.
     std::chrono::milliseconds reachabilityTimeout{20'000};
     std::chrono::milliseconds statusFeedInterval{1000};
-    std::chrono::milliseconds metricsInterval{10'000}; ///< how often node figures are written to the database
+    std::chrono::milliseconds statusFeedLifetime{3'600'000}; ///< a status feed is closed after this long
+    std::chrono::milliseconds metricsInterval{10'000};       ///< how often node figures are written to the database
     std::chrono::hours metricsRetention{24 * 7};
 
     size_t maxNodes = 10'000;

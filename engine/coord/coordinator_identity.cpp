@@ -48,8 +48,8 @@ CoordinatorIdentity CoordinatorIdentity::loadOrCreate(const std::filesystem::pat
     }
     if (!why.empty()) {
         if (std::filesystem::exists(path))
-            log::warning("coord",
-                         "issuing a new coordinator certificate (" + why + "): the coordinator's address changes");
+            log::warning("coord", "issuing a new coordinator certificate (" + why +
+                                      "); the join string pins the key, so it stays the same");
         id.certificatePem = id.ca.issue(id.key.publicKeyPem(), kValidity);
         const auto tmp = path.string() + ".tmp";
         {
@@ -60,7 +60,7 @@ CoordinatorIdentity CoordinatorIdentity::loadOrCreate(const std::filesystem::pat
         }
         std::filesystem::rename(tmp, path);
     }
-    id.fingerprint = net::certificateFingerprint(id.certificatePem);
+    id.fingerprint = id.key.nodeId(); // the pin: SHA-256 of the key (SPKI), kept across renewals
     return id;
 }
 

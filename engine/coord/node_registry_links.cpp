@@ -98,6 +98,16 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
             return refuse(link, net::CoordinatorErrorCode::Banned,
                           "a node from " + host + " was quarantined: no new nodes from that address for the run", out);
         }
+        // Before the invite is redeemed: a node told to wait must not spend a use.
+        if (auto why = m_limits.roomForNode(host)) {
+            // A node reconnecting replaces its own link, which is counted until it closes.
+            const auto old = known ? it->second->link.lock() : nullptr;
+            const auto oldHost = old ? m_linkHost.find(old.get()) : m_linkHost.end();
+            if (oldHost == m_linkHost.end() || oldHost->second != host) {
+                ++m_counters.refusedLimited;
+                return refuse(link, net::CoordinatorErrorCode::Limited, *why, out);
+            }
+        }
     }
     CheckedRegistration c;
     std::string certificate;
@@ -136,18 +146,8 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
     }
     std::lock_guard lock(m_mutex);
     if (!m_linkHost.count(link.get())) {
-        if (auto why = m_limits.roomForNode(host)) {
-            // A node reconnecting replaces its own link, which is counted until it closes.
-            const auto it = m_nodes.find(nodeId);
-            const auto old = it == m_nodes.end() ? nullptr : it->second->link.lock();
-            const auto oldHost = old ? m_linkHost.find(old.get()) : m_linkHost.end();
-            if (oldHost == m_linkHost.end() || oldHost->second != host) {
-                ++m_counters.refusedLimited;
-                return refuse(link, net::CoordinatorErrorCode::Limited, *why, out);
-            }
-        }
         m_linkHost[link.get()] = host;
-        m_limits.nodeLinked(host);
+        m_limits.nodeLinked(host); // checked above; two at once may take it one over
     }
     auto &slot = m_nodes[nodeId];
     const bool fresh = !slot;

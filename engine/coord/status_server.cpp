@@ -111,6 +111,8 @@ public:
     {
         beast::get_lowest_layer(m_ws).expires_never();
         m_ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+        m_ws.read_message_max(4096); // clients have nothing to say
+        m_endsAt = Clock::now() + m_server->config.feedLifetime;
         m_ws.set_option(websocket::stream_base::decorator([](websocket::response_type &res) {
             res.set(http::field::server, std::string("rookery-coordinator ") + kVersion);
         }));
@@ -155,6 +157,8 @@ private:
         m_timer.async_wait([self = shared_from_this()](beast::error_code ec) {
             if (ec)
                 return;
+            if (Clock::now() >= self->m_endsAt)
+                return self->end();
             const auto since = Clock::now() - self->m_lastSent;
             StatusDocument doc = self->m_server->source(self->view());
             if ((doc.version != self->m_sentVersion && since >= kMinFeedGap) ||
@@ -162,6 +166,20 @@ private:
                 self->send(std::move(doc));
             self->tick();
         });
+    }
+
+    // Its lifetime is over: a close frame once no write is under way (the next tick
+    // tries again), then the client connects again if it wants more.
+    void end()
+    {
+        if (m_writing) {
+            m_endsAt = Clock::now(); // stays due
+            return tick();
+        }
+        m_writing = true;
+        m_ws.async_close(
+            websocket::close_reason(websocket::close_code::going_away, "this feed's lifetime is over: connect again"),
+            [self = shared_from_this()](beast::error_code) { self->m_timer.cancel(); });
     }
 
     void send(StatusDocument doc)
@@ -190,6 +208,7 @@ private:
     bool m_writing = false;
     uint64_t m_sentVersion = ~uint64_t(0);
     Clock::time_point m_lastSent;
+    Clock::time_point m_endsAt;
 };
 
 // ---- HTTPS requests --------------------------------------------------------------

@@ -19,6 +19,9 @@ struct StatusServerConfig
     uint16_t port = 0;               ///< 0: an ephemeral port (see port())
     net::TlsCredentials credentials; ///< the coordinator's certificate and key
     std::chrono::milliseconds feedInterval{1000};
+    /// A feed is closed (going away: "connect again") after this long, so that no socket
+    /// is held for ever.
+    std::chrono::milliseconds feedLifetime{3'600'000};
     size_t maxConnections = 256;
     /// Requests that send it ("Authorization: Bearer <token>") get the full view; empty:
     /// nobody does.

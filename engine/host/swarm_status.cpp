@@ -149,7 +149,7 @@ std::string fetchSwarmStatus(const std::string &host, uint16_t port, const std::
             if (handshakeError)
                 return fail(handshakeError.message());
             X509 *cert = SSL_get0_peer_certificate(stream.native_handle());
-            if (!cert || net::ossl::certFingerprint(cert) != pin)
+            if (!net::ossl::matchesPin(cert, pin))
                 return fail("it presented a certificate other than the one its address pins");
             http::async_write(stream, request, [&](beast::error_code writeError, size_t) {
                 if (writeError)

@@ -8,8 +8,10 @@
 namespace rookery::net {
 
 /// How a node finds its coordinator: `wss://host:port/path#sha256=<64 hex digits>`.
-/// The fragment pins the SHA-256 of the certificate the coordinator presents; a node
-/// refuses any other certificate, whoever signed it. IPv6 hosts go in brackets
+/// The fragment pins the SHA-256 of the public key (DER SubjectPublicKeyInfo) of the
+/// certificate the coordinator presents, so that a renewed certificate keeps the pin; a
+/// node refuses a certificate for any other key, whoever signed it. (A SHA-256 of the
+/// whole certificate, as older join strings have, is accepted too.) IPv6 hosts go in brackets
 /// (`wss://[::1]:7400/#sha256=...`); the port defaults to 443 and the path to "/".
 /// An invite-only coordinator's join string carries a join token after the pin:
 /// `...#sha256=<64 hex digits>&invite=<token>`; the node sends it with its registration.

@@ -161,6 +161,11 @@ std::string certFingerprint(X509 *cert)
     return fp;
 }
 
+bool matchesPin(X509 *cert, const std::string &pin)
+{
+    return cert && (keyFingerprint(X509_get0_pubkey(cert)) == pin || certFingerprint(cert) == pin);
+}
+
 std::string commonName(X509 *cert)
 {
     char buf[256] = {};

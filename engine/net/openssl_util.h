@@ -37,6 +37,10 @@ std::string certificatePem(X509 *cert);
 std::string keyFingerprint(EVP_PKEY *key);
 /// Lowercase hex SHA-256 of the certificate's DER encoding.
 std::string certFingerprint(X509 *cert);
+/// Whether `pin` (a join string's sha256) names `cert`: the SHA-256 of its key (SPKI,
+/// what coordinators print, kept across renewals) or of the whole certificate (older
+/// join strings).
+bool matchesPin(X509 *cert, const std::string &pin);
 /// The subject's common name ("" when none).
 std::string commonName(X509 *cert);
 /// "2026-05-01 12:00:00 UTC" for a certificate time.

@@ -89,9 +89,11 @@ bool verifyPeerCertificate(const PeerCheck &check, bool preverified, ssl::verify
         if (!preverified && isTimeError(err))
             return refuse(describeVerifyError(err, cert));
         if (depth == 0 && check.kind == PeerCheck::Kind::PinnedCertificate) {
-            const std::string fp = ossl::certFingerprint(cert);
-            if (fp != check.sha256)
-                return refuse("the certificate's fingerprint sha256=" + fp +
+            // The pin names the public key (SPKI), so that a renewed certificate for the
+            // same key keeps it; a pin of the whole certificate (older join strings) also
+            // holds while that certificate does.
+            if (!ossl::matchesPin(cert, check.sha256))
+                return refuse("the certificate's key sha256=" + ossl::keyFingerprint(X509_get0_pubkey(cert)) +
                               " is not the pinned sha256=" + check.sha256);
         }
     } else {

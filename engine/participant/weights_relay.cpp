@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "engine/common/log.h"
 #include "engine/common/tensor_buffer.h"
 #include "engine/participant/peer_mesh.h"
 
@@ -84,7 +85,13 @@ void WeightsRelay::deliver(const std::string &peer, net::Message &&message)
         std::unique_lock lock(m_mutex);
         auto it = m_pending.find(reply->requestId);
         if (it != m_pending.end()) {
-            it->second.push_back(std::move(*reply));
+            if (peer != it->second.from) { // ids are guessable; only the peer asked answers
+                lock.unlock();
+                log::warning("swarm", "ignored weights from peer " + peer.substr(0, 12) +
+                                          ": they answer a request made to another peer");
+                return;
+            }
+            it->second.replies.push_back(std::move(*reply));
             m_replied.notify_all();
             return;
         }
@@ -105,7 +112,7 @@ std::optional<std::vector<NamedTensor>> WeightsRelay::gatherPipeline(int stages,
             return std::nullopt;
         all = m_snapshot;
         id = m_nextRequest++;
-        m_pending[id];
+        m_pending[id].from = m_next; // every stage below answers through it
     }
     if (stages > 1 && m_mesh.send(m_next, net::WeightsRequest{id, kAllStages, {}}) != net::SendResult::Queued) {
         std::lock_guard lock(m_mutex);
@@ -113,8 +120,9 @@ std::optional<std::vector<NamedTensor>> WeightsRelay::gatherPipeline(int stages,
         return std::nullopt;
     }
     std::unique_lock lock(m_mutex);
-    const bool complete = m_replied.wait_for(lock, timeout, [&] { return int(m_pending[id].size()) >= stages - 1; });
-    auto replies = std::move(m_pending[id]);
+    const bool complete =
+        m_replied.wait_for(lock, timeout, [&] { return int(m_pending[id].replies.size()) >= stages - 1; });
+    auto replies = std::move(m_pending[id].replies);
     m_pending.erase(id);
     lock.unlock();
     if (!complete)
@@ -136,7 +144,7 @@ WeightsRelay::fetch(const std::string &peer, const std::vector<std::string> &nam
     {
         std::lock_guard lock(m_mutex);
         id = m_nextRequest++;
-        m_pending[id];
+        m_pending[id].from = peer;
     }
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     // The link to a peer we do not usually talk to may still be opening: retry the send.
@@ -149,8 +157,8 @@ WeightsRelay::fetch(const std::string &peer, const std::vector<std::string> &nam
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     std::unique_lock lock(m_mutex);
-    const bool got = m_replied.wait_until(lock, deadline, [&] { return !m_pending[id].empty(); });
-    auto replies = std::move(m_pending[id]);
+    const bool got = m_replied.wait_until(lock, deadline, [&] { return !m_pending[id].replies.empty(); });
+    auto replies = std::move(m_pending[id].replies);
     m_pending.erase(id);
     lock.unlock();
     if (!got)
@@ -160,6 +168,9 @@ WeightsRelay::fetch(const std::string &peer, const std::vector<std::string> &nam
         out.push_back(fromBuffer(t));
     if (out.size() != names.size())
         return std::nullopt;
+    for (size_t i = 0; i < names.size(); ++i)
+        if (out[i].name != names[i])
+            return std::nullopt; // not what was asked for
     return out;
 }
 

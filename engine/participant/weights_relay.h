@@ -64,7 +64,13 @@ private:
     uint64_t m_version = 0;
     bool m_hasSnapshot = false;
     uint64_t m_nextRequest = 1;
-    std::map<uint64_t, std::vector<net::WeightsReply>> m_pending; // requests we made
+    /// A request we made: whom we asked (only its replies count) and what came back.
+    struct Pending
+    {
+        std::string from;
+        std::vector<net::WeightsReply> replies;
+    };
+    std::map<uint64_t, Pending> m_pending;
 };
 
 } // namespace rookery::participant

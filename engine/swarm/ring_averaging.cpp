@@ -110,6 +110,15 @@ RingAveraging::Outcome RingAveraging::average(std::vector<NamedTensor> parameter
     std::vector<float> flat = flattenParameters(outcome.parameters);
     const uint64_t id = uint64_t(round + m_roundOffset);
     outcome.result = ringAllReduceAverage(flat, place.rank, place.size, id, links, m_timeout);
+    if (!outcome.result.complete && outcome.result.newer && outcome.result.newer->round > id &&
+        outcome.result.newer->round - id > kMaxRoundJump) {
+        // No member can be that far ahead (a day of rounds every second): a forged round
+        // number, which would otherwise move this member's rounds there for good.
+        outcome.result.error = "the previous member announced round " + std::to_string(outcome.result.newer->round) +
+                               ", more than " + std::to_string(kMaxRoundJump) + " ahead of this member's " +
+                               std::to_string(id) + "; not followed";
+        outcome.result.newer.reset();
+    }
     if (!outcome.result.complete && outcome.result.newer && outcome.result.newer->round > id) {
         // A neighbour is in a later round and waits there: join it now, reading its
         // chunk first, and number the next rounds as the ring does.

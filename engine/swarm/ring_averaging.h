@@ -41,6 +41,9 @@ struct RingPlace
 class RingAveraging
 {
 public:
+    /// The furthest a neighbour's round may be ahead for this member to join it.
+    static constexpr uint64_t kMaxRoundJump = 100'000;
+
     /// The outcome of averaging one ring.
     struct Outcome
     {

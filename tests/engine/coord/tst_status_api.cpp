@@ -58,7 +58,7 @@ public:
         m_stream.handshake(asio::ssl::stream_base::client);
         X509 *cert = SSL_get0_peer_certificate(m_stream.native_handle());
         QVERIFY(cert);
-        QCOMPARE(net::ossl::certFingerprint(cert), pin);
+        QVERIFY(net::ossl::matchesPin(cert, pin));
     }
 
     /// `authorization`: the Authorization header's value, none when empty.
@@ -122,6 +122,7 @@ private Q_SLOTS:
         m_net = std::make_unique<net::NetContext>(1);
         auto s = test::testSettings(m_dir.filePath("coord").toStdString());
         s.firstPlanDelay = 300ms;
+        s.statusFeedLifetime = std::chrono::seconds(3);
         m_coordinator = std::make_unique<coord::Coordinator>(s);
         m_pin = m_coordinator->coordinatorAddress().sha256;
         // Two clusters of two.
@@ -320,6 +321,25 @@ private Q_SLOTS:
             QCOMPARE(j["swarm"].toString(), QStringLiteral("test swarm"));
         }
         ws.close(websocket::close_code::normal);
+    }
+
+    // A feed ends after its lifetime (3 s here) with a close frame that says so.
+    void feedEndsAfterItsLifetime()
+    {
+        auto c = client();
+        websocket::stream<Stream &> ws(c.stream());
+        ws.handshake("127.0.0.1", "/v1/status/feed");
+        const auto started = std::chrono::steady_clock::now();
+        beast::error_code ec;
+        for (int i = 0; i < 100 && !ec; ++i) { // a message every 200 ms, then the close
+            beast::flat_buffer b;
+            ws.read(b, ec);
+        }
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        QCOMPARE(ec, beast::error_code(websocket::error::closed));
+        QCOMPARE(ws.reason().code, websocket::close_code::going_away);
+        QVERIFY2(std::string(ws.reason().reason).find("lifetime") != std::string::npos, ws.reason().reason.c_str());
+        QVERIFY2(seconds >= 2.5 && seconds < 10, qPrintable(QString::number(seconds)));
     }
 
     void feedIsOnlyAtItsPath()

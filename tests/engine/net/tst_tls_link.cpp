@@ -320,6 +320,21 @@ private Q_SLOTS:
         link->close();
         QVERIFY(test::waitUntil([&] { return log->closedCount() == 1; }));
         QVERIFY(log->lastClose().clean);
+
+        // The pin of the key (SPKI, what a coordinator prints) survives a renewed
+        // certificate; the old certificate's hash no longer matches it.
+        lc.credentials.certificatePem = m_ca.issue(m_serverNode.id.publicKeyPem(), std::chrono::hours(48));
+        Listener renewed(*m_net, lc, LinkEvents{});
+        for (const auto &[pin, opens] :
+             {std::pair{m_serverNode.id.nodeId(), true}, std::pair{certificateFingerprint(serverCert), false}}) {
+            const auto a = CoordinatorAddress::parse("wss://127.0.0.1:" + std::to_string(renewed.port()) +
+                                                     "/rookery#sha256=" + pin);
+            auto events = std::make_shared<test::EventLog>();
+            auto l = dial(*m_net, coordinatorDialConfig(a, creds, linkConfig(fresh)), events->events());
+            QVERIFY(test::waitUntil([&] { return events->openedCount() == 1 || events->closedCount() >= 1; }));
+            QCOMPARE(events->openedCount() == 1, opens);
+            l->close();
+        }
     }
 
     void plaintextClientIsRefused()

@@ -256,6 +256,20 @@ private Q_SLOTS:
         }
     }
 
+    // A neighbour announcing a round far ahead (2^62) is not followed: the round is
+    // abandoned, and this member's numbering stays where it was.
+    void aForgedFarRoundIsNotFollowed()
+    {
+        std::vector<Mailbox> boxes(2);
+        QueueLinks toB(boxes[1], boxes[0]);
+        boxes[0].queue.push_back({uint64_t(1) << 62, 0, 0, std::vector<float>(1, 1.f)});
+        RingAveraging member(1s);
+        const auto x = member.average(parameter({100, 24}), {0, 1, 0, 2}, 5, toB);
+        QVERIFY(!x.result.complete);
+        QVERIFY2(x.result.error.find("not followed") != std::string::npos, x.result.error.c_str());
+        QCOMPARE(member.roundOffset(), int64_t(0));
+    }
+
     // One member sends poison: the first honest member after it refuses it, blames it,
     // and passes its own values on in its place; the round completes for everyone (no
     // timeouts), and nothing non-finite or scaled reaches an honest member's weights.
