@@ -5,6 +5,9 @@
 #include <cmath>
 #include <iterator>
 
+#include "engine/common/error.h"
+#include "engine/net/host_port.h"
+
 namespace rookery::coord {
 
 AddressLimits::AddressLimits(AddressLimitSettings settings)
@@ -84,14 +87,11 @@ void AddressLimits::prune(Clock::time_point now)
 
 std::string hostOfRemote(const std::string &remote)
 {
-    if (!remote.empty() && remote.front() == '[') {
-        const auto close = remote.find(']');
-        return close == std::string::npos ? remote : remote.substr(1, close - 1);
+    try {
+        return net::splitHostPort(remote).first;
+    } catch (const Error &) {
+        return remote; // no port: the text is the host
     }
-    const auto colon = remote.rfind(':');
-    if (colon == std::string::npos || remote.find(':') != colon)
-        return remote; // no port, or a bare IPv6 address
-    return remote.substr(0, colon);
 }
 
 } // namespace rookery::coord

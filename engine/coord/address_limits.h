@@ -59,8 +59,8 @@ private:
     std::unordered_map<std::string, Entry> m_addresses;
 };
 
-/// The host of a link's remote "host:port" ("[v6]:port" too); the text itself when it
-/// has no port.
+/// The host of a link's remote "host:port" ("[v6]:port" too; net::splitHostPort); the
+/// text itself when it is not host:port.
 std::string hostOfRemote(const std::string &remote);
 
 } // namespace rookery::coord

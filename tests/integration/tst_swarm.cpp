@@ -35,6 +35,36 @@ class TestSwarm : public QObject
         }
     }
 
+    // Node 1's id (its first 12 digits), from the launcher's output: the misbehaving node.
+    static QString poisonerOf(const SwarmRun &run)
+    {
+        static const QRegularExpression idLine(QStringLiteral("\\[node 1\\] joining the swarm at \\S+ as node (\\w+)"));
+        return idLine.match(run.output).captured(1).left(12);
+    }
+
+    // Counts the refusals `refusal` matches (first group: the refusing node; last group:
+    // the peer blamed): none by node 1 itself, and every one blames `poisoner`.
+    void countRefusals(const SwarmRun &run, const QRegularExpression &refusal, const QString &poisoner, int &count)
+    {
+        count = 0;
+        for (auto it = refusal.globalMatch(run.output); it.hasNext();) {
+            const auto m = it.next();
+            QVERIFY2(m.captured(1) != QLatin1String("1"), qPrintable(m.captured(0)));
+            QCOMPARE(m.captured(m.lastCapturedIndex()), poisoner);
+            ++count;
+        }
+    }
+
+    // The coordinator quarantined the poisoner, and no honest stage ever trained on a
+    // non-finite value.
+    void checkQuarantinedAndClean(const SwarmRun &run, const QString &poisoner)
+    {
+        QVERIFY2(run.output.contains(QStringLiteral("[coordinator] warning coord: quarantined node ") + poisoner),
+                 qPrintable(run.output.right(3000)));
+        static const QRegularExpression badLoss(QStringLiteral("\\[node ([2-4])\\] step [^\\n]*loss (nan|inf|-nan)"));
+        QVERIFY2(!badLoss.match(run.output).hasMatch(), qPrintable(badLoss.match(run.output).captured(0)));
+    }
+
 private Q_SLOTS:
     void twoClustersOfTwoReach85Percent()
     {
@@ -90,30 +120,24 @@ private Q_SLOTS:
         QCOMPARE(run.process.exitCode(), 0);
         QVERIFY2(run.output.contains(QStringLiteral("[node 1] warning swarm: ROOKERY_TESTING_MISBEHAVE=ring-poison")),
                  qPrintable(run.output.left(3000)));
-        static const QRegularExpression idLine(QStringLiteral("\\[node 1\\] joining the swarm at \\S+ as node (\\w+)"));
-        const QString poisoner = idLine.match(run.output).captured(1).left(12);
+        const QString poisoner = poisonerOf(run);
         QVERIFY2(!poisoner.isEmpty(), qPrintable(run.output.left(3000)));
         // Refused, and every refusal blames node 1.
         static const QRegularExpression refusal(QStringLiteral(
             "\\[node (\\d)\\] warning swarm: averaging layers [0-9-]+: ring round \\d+: refused the previous "
             "member's chunk [^\\n]*; used this stage's own values in their place \\(from peer (\\w+)\\)"));
         int refusals = 0;
-        for (auto it = refusal.globalMatch(run.output); it.hasNext();) {
-            const auto m = it.next();
-            QVERIFY2(m.captured(1) != QLatin1String("1"), qPrintable(m.captured(0)));
-            QCOMPARE(m.captured(2), poisoner);
-            ++refusals;
-        }
+        countRefusals(run, refusal, poisoner, refusals);
+        if (QTest::currentTestFailed())
+            return;
         qInfo("%d rounds refused, every one from node 1 (%s)", refusals, qPrintable(poisoner));
         // Its ring neighbour reported it with every heartbeat; three refusals quarantine
         // it, and the next heartbeat carries them: within a dozen rounds it is out.
         QVERIFY2(refusals >= 3 && refusals <= 12, qPrintable(run.output.right(3000)));
-        QVERIFY2(run.output.contains(QStringLiteral("[coordinator] warning coord: quarantined node ") + poisoner),
-                 qPrintable(run.output.right(3000)));
+        checkQuarantinedAndClean(run, poisoner);
+        if (QTest::currentTestFailed())
+            return;
         QVERIFY(run.output.contains(QStringLiteral("[node 1] the coordinator stopped this node: quarantined")));
-        // No honest stage ever trained on a non-finite value.
-        static const QRegularExpression badLoss(QStringLiteral("\\[node ([2-4])\\] step [^\\n]*loss (nan|inf|-nan)"));
-        QVERIFY2(!badLoss.match(run.output).hasMatch(), qPrintable(badLoss.match(run.output).captured(0)));
         checkAccuracy(run);
     }
 
@@ -134,24 +158,19 @@ private Q_SLOTS:
                  qPrintable(run.output.right(3000)));
         run.read();
         QCOMPARE(run.process.exitCode(), 0);
-        static const QRegularExpression idLine(QStringLiteral("\\[node 1\\] joining the swarm at \\S+ as node (\\w+)"));
-        const QString poisoner = idLine.match(run.output).captured(1).left(12);
+        const QString poisoner = poisonerOf(run);
         QVERIFY2(!poisoner.isEmpty(), qPrintable(run.output.left(3000)));
         static const QRegularExpression refusal(QStringLiteral(
             "\\[node (\\d)\\] warning pipeline: stage \\d+: refused the (activations|gradients) of peer (\\w+): "));
         int refusals = 0;
-        for (auto it = refusal.globalMatch(run.output); it.hasNext();) {
-            const auto m = it.next();
-            QVERIFY2(m.captured(1) != QLatin1String("1"), qPrintable(m.captured(0)));
-            QCOMPARE(m.captured(3), poisoner);
-            ++refusals;
-        }
+        countRefusals(run, refusal, poisoner, refusals);
+        if (QTest::currentTestFailed())
+            return;
         qInfo("%d refusals logged, every one of node 1's values (%s)", refusals, qPrintable(poisoner));
         QVERIFY2(refusals >= 1, qPrintable(run.output.right(3000)));
-        QVERIFY2(run.output.contains(QStringLiteral("[coordinator] warning coord: quarantined node ") + poisoner),
-                 qPrintable(run.output.right(3000)));
-        static const QRegularExpression badLoss(QStringLiteral("\\[node ([2-4])\\] step [^\\n]*loss (nan|inf|-nan)"));
-        QVERIFY2(!badLoss.match(run.output).hasMatch(), qPrintable(badLoss.match(run.output).captured(0)));
+        checkQuarantinedAndClean(run, poisoner);
+        if (QTest::currentTestFailed())
+            return;
         checkAccuracy(run);
     }
 
