@@ -19,7 +19,7 @@ USAGE
 
 packages=(
     # build
-    build-essential cmake ninja-build ccache mold pkg-config git
+    build-essential cmake ninja-build ccache lld pkg-config git
     # engine
     libtorch-dev libopenblas0-pthread libboost-dev libssl-dev openssl libsqlite3-dev sqlite3
     zlib1g-dev protobuf-compiler libprotobuf-dev nlohmann-json3-dev libsystemd-dev libxss-dev

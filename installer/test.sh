@@ -30,11 +30,12 @@ echo "== test"
 export QT_QPA_PLATFORM=offscreen
 test_status=0
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" || test_status=$?
-# A test the dynamic loader refused to start never ran its code: CI has twice seen one
-# die in 0.01 s with "cannot apply additional memory protection after relocation:
-# Cannot allocate memory", a machine's hiccup and not a verdict on the test. When every
-# failure is of that kind, those tests run once more, on their own, and their second run
-# decides. Any other failure counts as it is.
+# A test the dynamic loader refused to start never ran its code: CI has seen one die in
+# 0.01 s with "cannot apply additional memory protection after relocation: Cannot
+# allocate memory". That was Debian 12's mold linking a broken RELRO segment, every time
+# for that binary (cmake/RookeryToolchain.cmake now prefers lld); should a loader refuse
+# a test again, and every failure is of that kind, those tests run once more, on their
+# own, and their second run decides. Any other failure counts as it is.
 if [ "$test_status" != 0 ]; then
     mapfile -t unloaded < <(installer/failed_tests.sh --unloaded "$build")
     failed_count=$(grep -c . "$build/Testing/Temporary/LastTestsFailed.log" || true)
