@@ -133,6 +133,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         }
         if (auto *grant = std::get_if<net::RelayGrant>(&m))
             return notify(&CoordinatorClientEvents::relayGranted, *grant);
+        if (auto *bans = std::get_if<net::BanList>(&m))
+            return notify(&CoordinatorClientEvents::banned, *bans);
         if (auto *expect = std::get_if<net::RelayExpect>(&m)) {
             if (config.relayPort == 0)
                 return log::warning(kArea, "ignoring a RelayExpect: this node runs no relay");

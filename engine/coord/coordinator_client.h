@@ -59,6 +59,9 @@ struct CoordinatorClientEvents
     std::function<void(const net::RelayGrant &)> relayGranted;
     /// This node's relay (config.relayPort) is to expect a pair: register its tokens.
     std::function<void(const net::RelayExpect &)> relayExpected;
+    /// The coordinator's ban list (quarantined node ids), whole, each time it changes
+    /// and after each registration while it is not empty.
+    std::function<void(const net::BanList &)> banned;
 };
 
 /// Counters for status displays and benchmarks.

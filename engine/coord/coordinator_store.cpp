@@ -133,11 +133,16 @@ std::vector<StoredMetric> CoordinatorStore::metrics(const std::string &nodeId)
         auto q = db.prepare("SELECT at, step, samples_per_second, loss, samples_total, busy_fraction, activity FROM "
                             "coord_metrics WHERE node_id = ? ORDER BY at");
         q.bind(1, std::string_view(nodeId));
-        while (q.step())
-            out.push_back({nodeId,
-                           q.columnInt(0),
-                           {q.columnDouble(2), q.columnInt(1), q.columnDouble(3), activityFrom(q.columnText(6)),
-                            q.columnInt(4), q.columnDouble(5)}});
+        while (q.step()) {
+            NodeReport r;
+            r.samplesPerSecond = q.columnDouble(2);
+            r.step = q.columnInt(1);
+            r.loss = q.columnDouble(3);
+            r.activity = activityFrom(q.columnText(6));
+            r.samplesTotal = q.columnInt(4);
+            r.busyFraction = q.columnDouble(5);
+            out.push_back({nodeId, q.columnInt(0), std::move(r)});
+        }
         promise->set_value(std::move(out));
     });
     return future.get();

@@ -128,6 +128,8 @@ void NodeRegistry::restore(const StoredState &state, const std::vector<std::stri
             }
         } else {
             r->presence = stored == Presence::Left || stored == Presence::Quarantined ? stored : Presence::Gone;
+            if (r->presence == Presence::Quarantined)
+                m_banned.nodeIds.push_back(r->nodeId);
             if (r->inPlanner)
                 m_hooks.leave(r->nodeId);
             r->inPlanner = false;

@@ -205,6 +205,8 @@ private:
     /// A heartbeat's complaints about other nodes: quarantines those they condemn. Under m_mutex.
     void weighComplaints(const Record &reporter, Outbox &out);
     void quarantine(Record &record, const std::string &why, Outbox &out);
+    /// The ban list as it goes on the wire: the newest ids within the list limit.
+    net::Message banListMessage() const;
     void persist(const Record &record) const;
 
     const RegistryConfig m_config;
@@ -225,6 +227,7 @@ private:
     /// Addresses of quarantined nodes: no new keys from them for the run (not kept across
     /// a restart; their keys are).
     std::set<std::string> m_bannedHosts;
+    net::BanList m_banned; // quarantined node ids, pushed to every node (newest last)
 };
 
 } // namespace rookery::coord

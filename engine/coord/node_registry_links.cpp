@@ -205,6 +205,8 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
     out.send(link,
              net::Message(net::RegisterReply{nodeId, certificate, m_ca.certificatePem(), m_config.run,
                                              toWire(rec.assignment), uint32_t(m_config.heartbeatInterval.count())}));
+    if (!m_banned.nodeIds.empty())
+        out.send(link, banListMessage());
     persist(rec);
 }
 

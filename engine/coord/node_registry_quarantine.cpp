@@ -59,6 +59,13 @@ void NodeRegistry::quarantine(Record &rec, const std::string &why, Outbox &out)
     }
     if (!host.empty())
         m_bannedHosts.insert(host);
+    // Revocation: every node hears the whole list and drops links from these keys.
+    m_banned.nodeIds.push_back(rec.nodeId);
+    const auto list = banListMessage();
+    for (const auto &[id, other] : m_nodes)
+        if (other->presence != Presence::Quarantined)
+            if (auto l = other->link.lock(); l && m_linkNode.count(l.get()))
+                out.send(l, list);
     log::warning(kArea, "quarantined node " + shortId(rec.nodeId) + " '" + rec.name + "': " + why +
                             "; re-planned without it, its key banned for the run" +
                             (host.empty() ? "" : " and new keys from " + host + " refused"));
@@ -66,6 +73,15 @@ void NodeRegistry::quarantine(Record &rec, const std::string &why, Outbox &out)
         m_hooks.awayChanged();
     m_hooks.changed();
     persist(rec);
+}
+
+net::Message NodeRegistry::banListMessage() const
+{
+    // Within the receiver's list limit (4,096 entries): the newest, which matter most.
+    constexpr size_t kMost = 4096;
+    const auto &all = m_banned.nodeIds;
+    const size_t from = all.size() > kMost ? all.size() - kMost : 0;
+    return net::Message(net::BanList{std::vector<std::string>(all.begin() + ptrdiff_t(from), all.end())});
 }
 
 } // namespace rookery::coord

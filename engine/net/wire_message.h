@@ -306,6 +306,14 @@ struct RelayExpect
     bool operator==(const RelayExpect &) const = default;
 };
 
+/// The coordinator to every node: the node ids quarantined for the run. A node drops its
+/// links to them and refuses new ones.
+struct BanList
+{
+    std::vector<std::string> nodeIds;
+    bool operator==(const BanList &) const = default;
+};
+
 enum class CoordinatorErrorCode : uint8_t {
     Unspecified = 0,
     BadRequest = 1,
@@ -330,7 +338,7 @@ struct CoordinatorError
 /// Every message a link carries.
 using Message = std::variant<Hello, HelloAck, Ping, Pong, Goodbye, Activations, Gradients, RingChunk, WeightsRequest,
                              WeightsReply, StageError, Register, RegisterReply, Heartbeat, HeartbeatAck,
-                             AssignmentUpdate, Leave, CoordinatorError, RelayRequest, RelayGrant, RelayExpect>;
+                             AssignmentUpdate, Leave, CoordinatorError, RelayRequest, RelayGrant, RelayExpect, BanList>;
 
 /// "Activations", "Hello", ...
 std::string_view messageName(const Message &message);

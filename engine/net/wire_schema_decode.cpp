@@ -214,6 +214,10 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
         const auto &e = env.relay_expect();
         return RelayExpect{e.node_a(), e.node_b(), e.token_a(), e.token_b()};
     }
+    case E::kBanList: {
+        const auto &ids = env.ban_list().node_ids();
+        return BanList{std::vector<std::string>(ids.begin(), ids.end())};
+    }
     case E::kCoordinatorError: {
         const auto &c = env.coordinator_error();
         return CoordinatorError{CoordinatorErrorCode(std::clamp(int(c.code()), 0, 9)), c.reason()};

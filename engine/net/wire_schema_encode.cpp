@@ -237,6 +237,12 @@ struct ToEnvelope
         e->set_token_a(m.tokenA);
         e->set_token_b(m.tokenB);
     }
+    void operator()(const BanList &m)
+    {
+        auto *b = env.mutable_ban_list();
+        for (const auto &id : m.nodeIds)
+            b->add_node_ids(id);
+    }
     void operator()(const CoordinatorError &m)
     {
         env.mutable_coordinator_error()->set_code(wire::CoordinatorErrorCode(int(m.code)));

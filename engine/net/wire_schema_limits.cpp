@@ -134,6 +134,8 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
     }
     case E::kCoordinatorError:
         return checkStrings({{"reason", &env.coordinator_error().reason()}}, limits);
+    case E::kBanList:
+        return checkList("banned node ids", env.ban_list().node_ids(), limits);
     case E::kHeartbeat: {
         const auto &complaints = env.heartbeat().metrics().complaints();
         if (auto r = checkCount("complaints", complaints.size(), limits); !r.empty())

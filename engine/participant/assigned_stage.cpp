@@ -113,6 +113,10 @@ struct AssignedStage::Impl
     std::set<uint64_t> cancelledRings; // their links were cancelled for a change: reset when taken
     bool closing = false;              // the destructor cancelled everything: nothing is reset
 
+    // This stage's optimizer steps, as the stage thread last saw them: the network thread
+    // judges a "finished" from the previous stage by it (believableFinish).
+    std::atomic<int64_t> stepsDone{0};
+
     mutable std::mutex mutex; // guards the fields below
     Phase phase = Phase::Waiting;
     int failures = 0; // runs that ended in failure
@@ -127,6 +131,7 @@ struct AssignedStage::Impl
     const coord::Assignment &a() const { return config.assignment; }
     bool root() const { return a().stage == 0; }
     int64_t finalMarker() const { return config.run.totalSteps + 1; }
+    std::string believableFinish(int64_t rootStep) const;
 
     void say(const std::string &text)
     {
@@ -155,12 +160,28 @@ struct AssignedStage::Impl
     void noteProgress(int64_t version, bool force);
 };
 
+// The root says "finished" after its last step, and the step travels with it (stages
+// below may have a different count of their own, after re-plans). A "finished" counts
+// as believable when that step is within max(32, 5% of the run) of the end, or this
+// stage's own count is; one earlier is a forgery that would end this stage's training
+// for good.
+std::string AssignedStage::Impl::believableFinish(int64_t rootStep) const
+{
+    const int64_t total = config.run.totalSteps, done = stepsDone.load();
+    const int64_t slack = std::max<int64_t>(32, total / 20);
+    if (rootStep + slack >= total || done + slack >= total)
+        return {};
+    return "it says the root is at step " + std::to_string(rootStep) + " of " + std::to_string(total);
+}
+
 void AssignedStage::Impl::buildLinks()
 {
     const auto &as = a();
     transport =
         std::make_unique<NetStageTransport>(mesh, as.stage, as.previous.nodeId, as.next.nodeId, config.complaints);
-    relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId);
+    transport->setFinishCheck([this](int64_t rootStep) { return believableFinish(rootStep); });
+    transport->setRootStep([this] { return stepsDone.load(); });
+    relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId, config.complaints);
     router = std::make_unique<StageRouter>(*transport, *relay);
     for (const auto &r : as.rings) {
         Ring ring{{}, {}, {}, {}, swarm::OuterOptimizer({config.run.outerLearningRate, config.run.outerMomentum})};
@@ -322,6 +343,7 @@ void AssignedStage::Impl::restore()
     runtime->setLearningRate(
         swarm::annealedLearningRate(config.run.optimizer.learningRate, runtime->version(), config.run.totalSteps));
     lastRateStep = runtime->version();
+    stepsDone = runtime->version();
     std::lock_guard lock(mutex);
     progress.step = runtime->version();
     progress.totalSteps = config.run.totalSteps;
@@ -487,6 +509,7 @@ void AssignedStage::Impl::takeRingChanges()
 
 void AssignedStage::Impl::onUpdate(int64_t version)
 {
+    stepsDone = version;
     const auto &run = config.run;
     runtime->setLearningRate(swarm::annealedLearningRate(run.optimizer.learningRate, version, run.totalSteps));
     takeRingChanges();
@@ -527,6 +550,7 @@ void AssignedStage::Impl::stageMain()
     const int64_t perStep = std::max<int64_t>(1, config.run.accumulation);
     const int64_t microbatches = root() ? std::max<int64_t>(0, (config.run.totalSteps - runtime->version()) * perStep)
                                         : std::numeric_limits<int64_t>::max() / 4;
+    stepsDone = runtime->version();
     const train::StageRunResult result = runtime->run(microbatches);
     {
         std::lock_guard lock(mutex);

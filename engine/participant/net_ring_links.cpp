@@ -16,8 +16,11 @@ namespace rookery::participant {
 namespace {
 
 // More than a few rounds' worth of chunks waiting means the previous member is far
-// ahead or confused; the oldest are dropped (the all-reduce skips stale rounds anyway).
+// ahead, confused or flooding; the oldest are dropped (the all-reduce skips stale rounds
+// anyway). Bounded in count and in bytes: one round of a 10M-parameter model's chunks is
+// 40 MB.
 constexpr size_t kMaxQueued = 256;
+constexpr size_t kMaxQueuedBytes = size_t(128) << 20;
 
 } // namespace
 
@@ -40,9 +43,12 @@ void NetRingLinks::deliver(const std::string &peer, net::RingChunk &&chunk)
     std::lock_guard lock(m_mutex);
     if (peer != m_previous) // not our previous member (any more)
         return;
-    if (m_queue.size() >= kMaxQueued)
-        m_queue.pop_front();
+    m_queuedBytes += c.values.size() * sizeof(float);
     m_queue.push_back(std::move(c));
+    while (m_queue.size() > 1 && (m_queue.size() > kMaxQueued || m_queuedBytes > kMaxQueuedBytes)) {
+        m_queuedBytes -= m_queue.front().values.size() * sizeof(float);
+        m_queue.pop_front();
+    }
     m_arrived.notify_all();
 }
 
@@ -65,6 +71,7 @@ void NetRingLinks::setNeighbours(std::string next, std::string previous)
     m_next = std::move(next);
     m_previous = std::move(previous);
     m_queue.clear();
+    m_queuedBytes = 0;
 }
 
 void NetRingLinks::sendNext(swarm::RingChunk chunk)
@@ -108,6 +115,7 @@ std::optional<swarm::RingChunk> NetRingLinks::receivePrevious(std::chrono::stead
         return std::nullopt;
     swarm::RingChunk c = std::move(m_queue.front());
     m_queue.pop_front();
+    m_queuedBytes -= c.values.size() * sizeof(float);
     return c;
 }
 

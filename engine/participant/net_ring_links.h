@@ -49,6 +49,7 @@ private:
     std::string m_previous;
     std::condition_variable m_arrived;
     std::deque<swarm::RingChunk> m_queue;
+    size_t m_queuedBytes = 0; ///< the values in m_queue
     bool m_cancelled = false;
     std::atomic<uint64_t> m_bytesSent{0};
 };

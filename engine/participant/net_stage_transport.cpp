@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/net_stage_transport.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -77,10 +78,10 @@ void NetStageTransport::beginRun()
 {
     std::lock_guard lock(m_mutex);
     m_abort.reset();
-    m_backward.clear();
+    clearBackwardLocked();
     if (m_previous.empty()) {
         ++m_generation; // the root opens a new generation; stale messages of the old one are dropped
-        m_forward.clear();
+        clearForwardLocked();
     }
     // Non-root stages keep forward messages that already arrived for a newer generation:
     // the root may have restarted before this stage did.
@@ -121,18 +122,25 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
         if (generation > m_generation) {
             // The root restarted the pipeline: whatever we held belongs to the old generation.
             m_generation = generation;
-            m_forward.clear();
-            m_backward.clear();
+            clearForwardLocked();
+            clearBackwardLocked();
         }
+        const size_t bytes = a->activations.bytes + a->labels.bytes;
+        if (auto why = overflow(m_forward.size(), m_forwardBytes, bytes); !why.empty())
+            return refuseLocked(peer, "activations", why, ++m_floods);
         if (auto why = m_activationGuard.check(a->activations))
             return refuseLocked(peer, "activations", *why, m_activationGuard.refused());
+        m_forwardBytes += bytes;
         m_forward.push_back(train::ForwardMessage{int64_t(a->microbatchId & kMicrobatchMask), int64_t(a->weightVersion),
                                                   std::move(a->activations), std::move(a->labels)});
     } else if (auto *g = std::get_if<net::Gradients>(&message)) {
         if (peer != m_next || (g->microbatchId >> kGenerationShift) != m_generation)
             return;
+        if (auto why = overflow(m_backward.size(), m_backwardBytes, g->gradients.bytes); !why.empty())
+            return refuseLocked(peer, "gradients", why, ++m_floods);
         if (auto why = m_gradientGuard.check(g->gradients))
             return refuseLocked(peer, "gradients", *why, m_gradientGuard.refused());
+        m_backwardBytes += g->gradients.bytes;
         m_backward.push_back(
             train::BackwardMessage{int64_t(g->microbatchId & kMicrobatchMask), std::move(g->gradients)});
     } else if (auto *e = std::get_if<net::StageError>(&message)) {
@@ -140,9 +148,19 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
             return;
         train::StopMessage stop = stopFromText(int(e->stage), e->reason);
         if (stop.kind == train::StopKind::Finished) {
-            if (peer == m_previous)
-                m_forward.push_back(stop); // in band, after the forward messages
+            if (peer != m_previous) // only the root's end travels down; never up
+                return refuseLocked(peer, "'finished'", "a 'finished' from the next stage", ++m_unbelievedFinishes);
+            const int64_t rootStep = int64_t(e->microbatchId & kMicrobatchMask);
+            if (const std::string why = m_finishCheck ? m_finishCheck(rootStep) : std::string(); !why.empty())
+                return refuseLocked(peer, "'finished'", why, ++m_unbelievedFinishes);
+            m_finishedAtStep = rootStep;
+            m_forward.push_back(stop); // in band, after the forward messages
         } else if (!m_abort) {
+            // A neighbour's failure is not this node's: it stops the run here like a
+            // cancel, and counts towards giving up only on the node that failed.
+            if (stop.kind == train::StopKind::Failed)
+                stop = {train::StopKind::Cancelled, stop.stage,
+                        "stage " + std::to_string(e->stage) + " failed: " + stop.reason};
             // Pass the abort on to the other neighbour, then stop here too.
             const std::string &other = peer == m_previous ? m_next : m_previous;
             if (!other.empty())
@@ -209,8 +227,11 @@ bool NetStageTransport::sendForward(train::ForwardMessage message)
     }
     if (testingMisbehaviour().activationScale)
         message.activations = scaled(message.activations, 1e6f);
-    return sendTo(m_next, net::Activations{id, uint64_t(message.weightVersion), std::move(message.activations),
-                                           std::move(message.labels)});
+    const bool sent = sendTo(m_next, net::Activations{id, uint64_t(message.weightVersion),
+                                                      std::move(message.activations), std::move(message.labels)});
+    if (sent && testingMisbehaviour().forgedFinished && ++m_forgedCount % 40 == 0)
+        (void)m_mesh.send(m_next, net::StageError{uint32_t(m_stage), id, "finished"});
+    return sent;
 }
 
 bool NetStageTransport::sendBackward(train::BackwardMessage message)
@@ -226,7 +247,10 @@ bool NetStageTransport::sendBackward(train::BackwardMessage message)
         message.gradient = tensorBufferFromBytes(DType::Float32, {0}, {});
     else if (testingMisbehaviour().nanGradients)
         message.gradient = scaled(message.gradient, std::numeric_limits<float>::quiet_NaN());
-    return sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient)});
+    const bool sent = sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient)});
+    if (sent && testingMisbehaviour().forgedFinished && ++m_forgedCount % 40 == 0)
+        (void)m_mesh.send(m_previous, net::StageError{uint32_t(m_stage), id, "finished"});
+    return sent;
 }
 
 bool NetStageTransport::sendFinished()
@@ -234,7 +258,8 @@ bool NetStageTransport::sendFinished()
     uint64_t id;
     {
         std::lock_guard lock(m_mutex);
-        id = wireId(0);
+        const int64_t step = m_previous.empty() ? (m_rootStep ? m_rootStep() : 0) : m_finishedAtStep;
+        id = wireId(std::clamp<int64_t>(step, 0, int64_t(kMicrobatchMask)));
     }
     return sendTo(m_next, net::StageError{uint32_t(m_stage), id, "finished"});
 }
@@ -244,16 +269,40 @@ std::optional<train::StageMessage> NetStageTransport::takeLocked()
     if (m_abort)
         return train::StageMessage(*m_abort);
     if (!m_backward.empty()) {
+        m_backwardBytes -= m_backward.front().gradient.bytes;
         train::StageMessage m(std::move(m_backward.front()));
         m_backward.pop_front();
         return m;
     }
     if (!m_forward.empty()) {
+        if (const auto *f = std::get_if<train::ForwardMessage>(&m_forward.front()))
+            m_forwardBytes -= f->activations.bytes + f->labels.bytes;
         train::StageMessage m(std::move(m_forward.front()));
         m_forward.pop_front();
         return m;
     }
     return std::nullopt;
+}
+
+std::string NetStageTransport::overflow(size_t queued, size_t queuedBytes, size_t bytes)
+{
+    if (queued >= kMaxQueued)
+        return "more than " + std::to_string(kMaxQueued) + " microbatches waiting (flooding)";
+    if (queuedBytes + bytes > kMaxQueuedBytes)
+        return "more than " + std::to_string(kMaxQueuedBytes >> 20) + " MiB waiting (flooding)";
+    return {};
+}
+
+void NetStageTransport::clearForwardLocked()
+{
+    m_forward.clear();
+    m_forwardBytes = 0;
+}
+
+void NetStageTransport::clearBackwardLocked()
+{
+    m_backward.clear();
+    m_backwardBytes = 0;
 }
 
 train::StageMessage NetStageTransport::receive()

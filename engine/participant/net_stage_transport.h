@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,14 @@ public:
     NetStageTransport(PeerMesh &mesh, int stage, std::string previous, std::string next,
                       std::shared_ptr<PeerComplaints> complaints = {});
 
+    /// A "finished" carries the root's step (in its microbatch number); `check` says why
+    /// that step cannot be the run's end ("" when it can). An unbelievable one is refused
+    /// like a poisoned tensor. Called on the network thread; set before the first run.
+    void setFinishCheck(std::function<std::string(int64_t rootStep)> check) { m_finishCheck = std::move(check); }
+    /// At the root: its optimizer steps, which its "finished" carries. Set before the
+    /// first run. (Other stages pass on the step they received.)
+    void setRootStep(std::function<int64_t()> step) { m_rootStep = std::move(step); }
+
     /// Prepares the next run: drops what is queued, clears the abort, and (at the root)
     /// opens a new generation. Call before each StageRuntime::run().
     void beginRun();
@@ -65,6 +74,11 @@ public:
     /// The bit where the generation starts in a wire microbatch id (below it: the
     /// microbatch number).
     static constexpr int kGenerationShift = 40;
+    /// What may wait in each direction before the sender counts as flooding: an honest
+    /// neighbour has at most its window in flight (a handful of microbatches), so more
+    /// than this many, or this many bytes, is refused like a poisoned tensor.
+    static constexpr size_t kMaxQueued = 64;
+    static constexpr size_t kMaxQueuedBytes = size_t(256) << 20;
 
 private:
     bool sendTo(const std::string &peer, const net::Message &message);
@@ -73,6 +87,11 @@ private:
     /// and the run stopped.
     void refuseLocked(const std::string &peer, const char *what, const std::string &why, int64_t refusedSoFar);
     std::optional<train::StageMessage> takeLocked();
+    /// "" when one more message of `bytes` fits behind `queued` messages of `queuedBytes`;
+    /// else why not.
+    static std::string overflow(size_t queued, size_t queuedBytes, size_t bytes);
+    void clearForwardLocked();
+    void clearBackwardLocked();
     uint64_t wireId(int64_t microbatch) const { return (m_generation << kGenerationShift) | uint64_t(microbatch); }
 
     PeerMesh &m_mesh;
@@ -85,12 +104,20 @@ private:
     uint64_t m_generation = 0;
     std::deque<train::BackwardMessage> m_backward;
     std::deque<train::StageMessage> m_forward; // forward messages and Finished, in order
+    size_t m_backwardBytes = 0;                // tensor bytes in m_backward
+    size_t m_forwardBytes = 0;                 // tensor bytes in m_forward
+    int64_t m_floods = 0;                      // messages refused for overflow()
+    int64_t m_forgedCount = 0;                 // testing: forged-finished
     std::optional<train::StopMessage> m_abort;
     bool m_upPrevious = false;
     bool m_upNext = false;
     std::shared_ptr<PeerComplaints> m_complaints;
     TensorGuard m_activationGuard; ///< on what the previous stage sends
     TensorGuard m_gradientGuard;   ///< on what the next stage sends
+    std::function<std::string(int64_t)> m_finishCheck;
+    std::function<int64_t()> m_rootStep;
+    int64_t m_finishedAtStep = 0; // the root's step in the "finished" this stage accepted
+    int64_t m_unbelievedFinishes = 0;
 };
 
 } // namespace rookery::participant

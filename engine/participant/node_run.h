@@ -36,7 +36,8 @@ struct SwarmNode::Impl
     std::condition_variable wake;
     std::optional<coord::Registration> registration;
     std::optional<coord::Assignment> newAssignment;
-    std::vector<net::RelayGrant> relayGrants; ///< for the mesh, in the order they came
+    std::vector<net::RelayGrant> relayGrants;       ///< for the mesh, in the order they came
+    std::optional<std::vector<std::string>> banned; ///< the coordinator's newest ban list, for the mesh
     std::string lastError;
 
     std::shared_ptr<device::Governor> governor; // outlives every stage and link

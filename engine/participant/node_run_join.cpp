@@ -55,6 +55,11 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
             d.relayGrants.push_back(g);
         d.wake.notify_all();
     };
+    ce.banned = [&d](const net::BanList &b) {
+        std::lock_guard lock(d.mutex);
+        d.banned = b.nodeIds;
+        d.wake.notify_all();
+    };
     ce.relayExpected = [this](const net::RelayExpect &e) {
         if (!m_relay)
             return;
@@ -140,7 +145,10 @@ std::optional<coord::Assignment> NodeRun::awaitEvents()
     }
     if (m_mesh) {
         const auto grants = std::exchange(m_node.relayGrants, {});
+        const auto banned = std::exchange(m_node.banned, std::nullopt);
         lock.unlock();
+        if (banned)
+            m_mesh->setBanned(std::set<std::string>(banned->begin(), banned->end()));
         for (const auto &g : grants)
             m_mesh->relayGranted(g);
         m_mesh->tick();

@@ -27,6 +27,7 @@ PeerMesh::PeerMesh(net::NetContext &context, Config config, Events events)
     lc.credentials = m->config.credentials;
     lc.clients.kind = net::PeerCheck::Kind::SwarmCa;
     lc.link = m->config.link;
+    lc.maxLinksPerAddress = m->config.maxLinksPerAddress;
     if (m->config.wan.enabled())
         log::warning("mesh", "WAN emulation (a testing option) on every peer link: " + m->config.wan.describe());
     m->listener = std::make_unique<net::Listener>(context, lc, m->wireEvents());
@@ -65,8 +66,47 @@ bool dialsPeer(const std::string &selfId, bool selfUnreachable, const PeerAddres
     return !peer.unreachable && (selfUnreachable || selfId < peer.nodeId);
 }
 
-void PeerMesh::setPeers(const std::vector<PeerAddress> &peers, bool selfUnreachable)
+void PeerMesh::setBanned(std::set<std::string> nodeIds)
 {
+    std::vector<PeerAddress> keep;
+    bool selfUnreachable = false;
+    {
+        std::lock_guard lock(m->mutex);
+        if (nodeIds == m->banned)
+            return;
+        m->banned = std::move(nodeIds);
+        keep = m->lastPeers;
+        selfUnreachable = m->lastSelfUnreachable;
+        log::info("mesh", "the coordinator's ban list has " + std::to_string(m->banned.size()) +
+                              " node(s); their links are refused");
+    }
+    try {
+        setPeers(keep, selfUnreachable); // drops the banned from the wanted, and closes their links
+    } catch (const Error &e) {           // an address it refused before; the next assignment mends it
+        log::warning("mesh", std::string("after the ban list: ") + e.what());
+    }
+    std::vector<std::shared_ptr<net::Link>> toClose;
+    {
+        std::lock_guard lock(m->mutex);
+        for (const auto &[peer, link] : m->open)
+            if (m->banned.count(peer))
+                toClose.push_back(link);
+    }
+    for (auto &link : toClose)
+        link->close("banned by the coordinator");
+}
+
+void PeerMesh::setPeers(const std::vector<PeerAddress> &given, bool selfUnreachable)
+{
+    std::vector<PeerAddress> peers;
+    {
+        std::lock_guard lock(m->mutex);
+        m->lastPeers = given;
+        m->lastSelfUnreachable = selfUnreachable;
+        for (const auto &p : given)
+            if (!m->banned.count(p.nodeId))
+                peers.push_back(p);
+    }
     std::vector<std::pair<PeerAddress, std::pair<std::string, uint16_t>>> toDial;
     std::set<std::string> dialNow;
     for (const auto &p : peers) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ public:
         uint16_t port = 0; ///< 0: ephemeral
         net::TlsCredentials credentials;
         net::LinkConfig link;
+        /// Inbound connections from one IP address beyond this are closed at once, before
+        /// their TLS handshake (0: no cap). An honest node links to a handful of peers;
+        /// many volunteers behind one router, or a local swarm on loopback, stay well
+        /// under it.
+        size_t maxLinksPerAddress = 32;
         /// A peer this node dials that has not linked for this long is asked for through
         /// the relay too: its address can be right and still not reachable from here (two
         /// volunteers behind one router without hairpin NAT).
@@ -90,6 +96,9 @@ public:
     /// `selfUnreachable` this node's own verdict), keeps links to peers still listed and
     /// closes the rest. Throws rookery::Error for a malformed address.
     void setPeers(const std::vector<PeerAddress> &peers, bool selfUnreachable = false);
+    /// The coordinator's ban list (quarantined node ids), whole: links to and from them
+    /// close now and are refused from then on, even when an assignment still names them.
+    void setBanned(std::set<std::string> nodeIds);
     /// A relay grant from the coordinator (to either end): links to the peer through the
     /// relay, with mutual TLS end to end. Ignored for a peer that needs no relay.
     void relayGranted(const net::RelayGrant &grant);

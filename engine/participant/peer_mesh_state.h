@@ -23,7 +23,10 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     std::unique_ptr<net::Listener> listener;
 
     mutable std::mutex mutex;
-    std::set<std::string> wanted;                              // peers of the current assignment
+    std::set<std::string> wanted;       // peers of the current assignment
+    std::set<std::string> banned;       // the coordinator's ban list
+    std::vector<PeerAddress> lastPeers; // as setPeers() last had them, banned or not
+    bool lastSelfUnreachable = false;
     std::map<std::string, std::shared_ptr<net::Link>> dialled; // peers we dial (kept while wanted)
     std::map<std::string, std::chrono::steady_clock::time_point> dialledSince;
     std::map<std::string, std::shared_ptr<net::Link>> open; // the open link per peer
@@ -119,6 +122,11 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
         }
         {
             std::lock_guard lock(mutex);
+            if (banned.count(peer)) {
+                log::info("mesh", "closing a link from " + link->describe() + ": the coordinator banned it");
+                link->close("banned by the coordinator");
+                return;
+            }
             if (!wanted.count(peer)) {
                 log::info("mesh", "closing a link from " + link->describe() + ": not a neighbour in our assignment");
                 link->close("not a neighbour in this assignment");

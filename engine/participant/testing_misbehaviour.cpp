@@ -25,15 +25,21 @@ const TestingMisbehaviour &testingMisbehaviour()
                 m.activationScale = true;
             else if (word == "nan-gradients")
                 m.nanGradients = true;
+            else if (word == "forged-finished")
+                m.forgedFinished = true;
+            else if (word == "forged-weights")
+                m.forgedWeights = true;
             else
                 throw Error("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
-                            "' (ring-poison, activation-scale, nan-gradients)");
+                            "' (ring-poison, activation-scale, nan-gradients, forged-finished, forged-weights)");
         }
         log::warning("swarm", std::string("ROOKERY_TESTING_MISBEHAVE=") + v +
                                   " (a testing option): this node sends poisoned values on purpose" +
                                   (m.ringPoison ? "; ring chunks scaled by -1e6" : "") +
                                   (m.activationScale ? "; activations scaled by 1e6" : "") +
-                                  (m.nanGradients ? "; NaN gradients" : ""));
+                                  (m.nanGradients ? "; NaN gradients" : "") +
+                                  (m.forgedFinished ? "; forged 'finished' messages" : "") +
+                                  (m.forgedWeights ? "; NaN weights replies" : ""));
         return m;
     }();
     return chosen;

@@ -8,12 +8,17 @@ namespace rookery::participant {
 /// in the product.
 ///  - ring-poison: every ring chunk it sends is scaled by -1e6;
 ///  - activation-scale: every activation it sends is scaled by 1e6;
-///  - nan-gradients: every gradient it sends is NaN.
+///  - nan-gradients: every gradient it sends is NaN;
+///  - forged-finished: after every 40th activation or gradient it sends, a "finished"
+///    (down the pipeline: long before the run's last step; up: never allowed);
+///  - forged-weights: every weights reply it sends holds NaN.
 struct TestingMisbehaviour
 {
     bool ringPoison = false;
     bool activationScale = false;
     bool nanGradients = false;
+    bool forgedFinished = false;
+    bool forgedWeights = false;
 };
 
 /// Throws rookery::Error naming an unknown misbehaviour.

@@ -2,13 +2,17 @@
 #include "engine/participant/weights_relay.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 
 #include "engine/common/log.h"
 #include "engine/common/tensor_buffer.h"
+#include "engine/participant/peer_complaints.h"
 #include "engine/participant/peer_mesh.h"
+#include "engine/participant/testing_misbehaviour.h"
 
 namespace rookery::participant {
 namespace {
@@ -34,8 +38,10 @@ uint64_t randomBase()
 
 } // namespace
 
-WeightsRelay::WeightsRelay(PeerMesh &mesh, int stage, std::string previous, std::string next)
-    : m_mesh(mesh)
+WeightsRelay::WeightsRelay(PeerMesh &mesh, int stage, std::string previous, std::string next,
+                           std::shared_ptr<PeerComplaints> complaints)
+    : m_complaints(std::move(complaints))
+    , m_mesh(mesh)
     , m_stage(stage)
     , m_previous(std::move(previous))
     , m_next(std::move(next))
@@ -62,7 +68,51 @@ net::WeightsReply WeightsRelay::replyFor(uint64_t requestId, const std::vector<s
     for (const auto &t : m_snapshot)
         if (names.empty() || std::find(names.begin(), names.end(), t.name) != names.end())
             reply.tensors.push_back({t.name, toBuffer(t)});
+    if (testingMisbehaviour().forgedWeights) // a hostile holder: every value NaN
+        for (auto &t : reply.tensors)
+            if (t.tensor.dtype == DType::Float32) {
+                std::vector<float> nan(t.tensor.bytes / sizeof(float), std::numeric_limits<float>::quiet_NaN());
+                std::vector<uint8_t> bytes(t.tensor.bytes);
+                std::memcpy(bytes.data(), nan.data(), bytes.size());
+                t.tensor = tensorBufferFromBytes(DType::Float32, t.tensor.shape, std::move(bytes));
+            }
     return reply;
+}
+
+std::string WeightsRelay::checkReply(const net::WeightsReply &reply, const std::string &from, bool blame) const
+{
+    std::string why;
+    for (const auto &t : reply.tensors) {
+        if (t.tensor.dtype != DType::Float32 || t.tensor.bytes % sizeof(float) != 0) {
+            why = t.name + " is not float32";
+            break;
+        }
+        const size_t n = t.tensor.bytes / sizeof(float);
+        double sum = 0;
+        bool finite = true;
+        for (size_t i = 0; i < n && finite; ++i) {
+            float v;
+            std::memcpy(&v, t.tensor.data + i * sizeof(float), sizeof v);
+            finite = std::isfinite(v);
+            sum += double(v) * double(v);
+        }
+        if (!finite) {
+            why = t.name + " holds a non-finite value";
+            break;
+        }
+        if (n > 0 && std::sqrt(sum / double(n)) > kMaxWeightRms) {
+            why = t.name + " has an RMS of " + std::to_string(std::sqrt(sum / double(n))) + ", over " +
+                  std::to_string(int(kMaxWeightRms));
+            break;
+        }
+    }
+    if (!why.empty()) {
+        if (blame && m_complaints)
+            m_complaints->refused(from);
+        log::warning("swarm", "stage " + std::to_string(m_stage) + ": refused the weights of peer " +
+                                  from.substr(0, 12) + " (stage " + std::to_string(reply.stage) + "): " + why);
+    }
+    return why;
 }
 
 void WeightsRelay::deliver(const std::string &peer, net::Message &&message)
@@ -129,7 +179,10 @@ std::optional<std::vector<NamedTensor>> WeightsRelay::gatherPipeline(int stages,
         return std::nullopt;
     for (const auto &r : replies)
         if (r.weightVersion < minVersion)
-            return std::nullopt; // a stage has not finished yet: ask again later
+            return std::nullopt;  // a stage has not finished yet: ask again later
+    for (const auto &r : replies) // the next stage's own reply is its own; others it only relayed
+        if (!checkReply(r, m_next, r.stage == uint32_t(m_stage + 1)).empty())
+            return std::nullopt;
     std::sort(replies.begin(), replies.end(), [](const auto &a, const auto &b) { return a.stage < b.stage; });
     for (const auto &r : replies)
         for (const auto &t : r.tensors)
@@ -161,7 +214,7 @@ WeightsRelay::fetch(const std::string &peer, const std::vector<std::string> &nam
     auto replies = std::move(m_pending[id].replies);
     m_pending.erase(id);
     lock.unlock();
-    if (!got)
+    if (!got || !checkReply(replies.front(), peer, true).empty())
         return std::nullopt;
     std::vector<NamedTensor> out;
     for (const auto &t : replies.front().tensors)

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 namespace rookery::participant {
 
 class PeerMesh;
+class PeerComplaints;
 
 /// This stage's weights as other nodes may ask for them, and the asking.
 ///
@@ -26,6 +28,11 @@ class PeerMesh;
 /// stages below; the root collects them and so holds the whole model (to evaluate it).
 /// A node taking over layers asks a peer that holds them for those by name.
 ///
+/// Replies are checked before use: float32, finite, and each tensor's RMS at most
+/// kMaxWeightRms (weights of a trained network are of order 1). A reply that fails is
+/// not used, and counts against the peer that sent it in `complaints` (a reply the next
+/// stage relays from further down counts against no one: it may only have passed it on).
+///
 /// Thread safety: publish() on the stage thread; deliver() on the network thread;
 /// gatherPipeline() and fetch() block the calling thread (not the network thread).
 class WeightsRelay
@@ -33,7 +40,10 @@ class WeightsRelay
 public:
     static constexpr uint32_t kAllStages = 0xFFFFFFFF;
 
-    WeightsRelay(PeerMesh &mesh, int stage, std::string previous, std::string next);
+    static constexpr double kMaxWeightRms = 1000.0;
+
+    WeightsRelay(PeerMesh &mesh, int stage, std::string previous, std::string next,
+                 std::shared_ptr<PeerComplaints> complaints = {});
 
     void publish(std::vector<NamedTensor> parameters, uint64_t version);
     bool hasSnapshot() const;
@@ -52,6 +62,10 @@ public:
 
 private:
     net::WeightsReply replyFor(uint64_t requestId, const std::vector<std::string> &names) const;
+    /// "" when every tensor of `reply` is usable; else what is wrong, logged and, when
+    /// `blame` is set, counted against it.
+    std::string checkReply(const net::WeightsReply &reply, const std::string &from, bool blame) const;
+    std::shared_ptr<PeerComplaints> m_complaints;
 
     PeerMesh &m_mesh;
     const int m_stage;

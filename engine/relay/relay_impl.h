@@ -74,7 +74,8 @@ struct PendingConnection : std::enable_shared_from_this<PendingConnection>
     asio::steady_timer timer; ///< the greeting's deadline
     std::array<uint8_t, kRelayPreambleBytes> greeting{};
     State state = State::Greeting;
-    bool counted = true; ///< still counts against maxPendingConnections
+    bool counted = true;       ///< still counts against maxPendingConnections
+    asio::ip::address address; ///< where it came from (maxPendingPerAddress)
     std::weak_ptr<PairRecord> record;
     int side = 0;
 };
@@ -117,6 +118,7 @@ struct RelayServer::Impl
     std::map<std::string, size_t> pairsPerNode;                                  // registered and spliced
     size_t pairs = 0;                                                            // registered and spliced
     size_t pending = 0;                                                          // connections still greeting
+    std::map<detail::asio::ip::address, size_t> pendingPerAddress;               // the same, by source address
     uint64_t nextPairId = 1;
 
     mutable std::mutex tapMutex;

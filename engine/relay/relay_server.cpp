@@ -78,14 +78,23 @@ void RelayServer::Impl::onAccept(const boost::system::error_code &ec, tcp::socke
         });
         return;
     }
-    bool full = false;
+    boost::system::error_code addressError;
+    const auto from = socket.remote_endpoint(addressError).address();
+    std::string full;
     {
         std::lock_guard lock(mutex);
-        full = pending >= settings.maxPendingConnections;
-        if (!full)
+        if (pending >= settings.maxPendingConnections) {
+            full = std::to_string(settings.maxPendingConnections) + " connections are still greeting";
+        } else if (settings.maxPendingPerAddress > 0 && !addressError &&
+                   pendingPerAddress[from] >= settings.maxPendingPerAddress) {
+            full = std::to_string(settings.maxPendingPerAddress) + " connections from " + from.to_string() +
+                   " are still greeting";
+        } else {
             ++pending;
+            ++pendingPerAddress[from];
+        }
     }
-    if (full) {
+    if (!full.empty()) {
         ++refused; // before the reply, so that whoever reads the reply sees the count
         // No state for it: one byte into an empty send buffer never blocks.
         boost::system::error_code ignored;
@@ -93,10 +102,11 @@ void RelayServer::Impl::onAccept(const boost::system::error_code &ec, tcp::socke
         socket.non_blocking(true, ignored);
         socket.write_some(asio::buffer(&kFull, 1), ignored);
         socket.close(ignored);
-        log::warning(kArea, "refused a connection: " + std::to_string(settings.maxPendingConnections) +
-                                " connections are still greeting");
+        log::warning(kArea, "refused a connection: " + full);
     } else {
-        std::make_shared<PendingConnection>(*this, std::move(socket))->start();
+        auto conn = std::make_shared<PendingConnection>(*this, std::move(socket));
+        conn->address = from;
+        conn->start();
     }
     accept();
 }
@@ -108,6 +118,8 @@ void RelayServer::Impl::leavePending(PendingConnection &conn)
     conn.counted = false;
     std::lock_guard lock(mutex);
     --pending;
+    if (auto it = pendingPerAddress.find(conn.address); it != pendingPerAddress.end() && --it->second == 0)
+        pendingPerAddress.erase(it);
 }
 
 void RelayServer::Impl::releaseLocked(const std::array<std::string, 2> &nodes)

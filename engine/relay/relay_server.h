@@ -27,6 +27,9 @@ struct RelaySettings
     int threads = 1;
     std::chrono::milliseconds preambleTimeout{5000}; ///< the 24-byte greeting must arrive this soon
     size_t maxPendingConnections = 256;              ///< connections whose greeting is not read yet; more get Full
+    /// Of those, from one IP address (0: no cap); more get Full. Honest nodes greet at
+    /// once, so one host holding many greeting connections is filling the relay.
+    size_t maxPendingPerAddress = 64;
 };
 
 struct RelayCounters
@@ -46,7 +49,7 @@ struct RelayCounters
 /// their usual mutual TLS over the spliced stream, so the relay sees only ciphertext.
 ///
 /// Bounded: pairs (maxPairs, maxPairsPerNode), connections still sending their greeting
-/// (maxPendingConnections; each holds only a 24-byte buffer until its token is seen),
+/// (maxPendingConnections, maxPendingPerAddress; each holds only a 24-byte buffer until its token is seen),
 /// two buffers of bufferBytes per spliced pair, and timeouts on every phase.
 ///
 /// Runs its own io_context on its own threads (settings.threads). Logs in area "relay".

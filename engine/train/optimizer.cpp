@@ -32,10 +32,45 @@ void Optimizer::zeroGrad()
             s.param.mutable_grad().zero_();
 }
 
+bool Optimizer::clipGradients()
+{
+    double squares = 0;
+    for (const auto &s : m_slots)
+        if (s.param.grad().defined()) {
+            const double n = s.param.grad().norm().item<double>();
+            squares += n * n;
+        }
+    const double norm = std::sqrt(squares);
+    if (!std::isfinite(norm)) {
+        ++m_skipped;
+        return false;
+    }
+    if (norm <= 0)
+        return true;
+    double kept = norm;
+    if (m_normsSeen >= kClipWarmup) {
+        const double bound = kClipFactor * std::exp(m_logNormScale);
+        if (norm > bound) {
+            for (auto &s : m_slots)
+                if (s.param.grad().defined())
+                    s.param.mutable_grad().mul_(bound / norm);
+            kept = bound;
+            ++m_clipped;
+        }
+    }
+    // The scale: a plain mean of the logs over the warm-up, then a slow running mean.
+    ++m_normsSeen;
+    const double weight = m_normsSeen <= kClipWarmup ? 1.0 / double(m_normsSeen) : 0.02;
+    m_logNormScale += weight * (std::log(kept) - m_logNormScale);
+    return true;
+}
+
 void Optimizer::step()
 {
     torch::NoGradGuard noGrad;
     ++m_step;
+    if (!clipGradients())
+        return;
     if (m_config.kind == OptimizerKind::Sgd)
         stepSgd();
     else

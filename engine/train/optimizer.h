@@ -21,8 +21,18 @@ class Optimizer
 public:
     Optimizer(std::vector<std::pair<std::string, torch::Tensor>> parameters, OptimizerConfig config);
 
-    /// One update from the gradients currently in the parameters' .grad().
+    /// One update from the gradients currently in the parameters' .grad(), clipped
+    /// first: after kClipWarmup steps, a gradient whose norm is over kClipFactor times the
+    /// running scale of the norms is scaled down to that bound, and a non-finite one is
+    /// not applied at all (the step still counts). Honest training stays well inside the
+    /// bound; a poisoned gradient that got past the checks moves the weights at most a
+    /// few ordinary steps' worth.
     void step();
+    static constexpr int64_t kClipWarmup = 16;
+    static constexpr double kClipFactor = 10.0;
+    /// Steps whose gradient was clipped, and steps skipped as non-finite, so far.
+    int64_t clippedSteps() const { return m_clipped; }
+    int64_t skippedSteps() const { return m_skipped; }
     /// Zeroes the gradients in place.
     void zeroGrad();
 
@@ -46,6 +56,8 @@ public:
 private:
     void stepSgd();
     void stepAdamW();
+    /// Clips the gradients as step() says; false when they are not to be applied.
+    bool clipGradients();
 
     struct Slot
     {
@@ -57,6 +69,9 @@ private:
     std::vector<Slot> m_slots;
     OptimizerConfig m_config;
     int64_t m_step = 0;
+    double m_logNormScale = 0; // running mean of log gradient norms (clipped ones at the bound)
+    int64_t m_normsSeen = 0;
+    int64_t m_clipped = 0, m_skipped = 0;
 };
 
 } // namespace rookery::train

@@ -65,6 +65,35 @@ class TestSwarm : public QObject
         QVERIFY2(!badLoss.match(run.output).hasMatch(), qPrintable(badLoss.match(run.output).captured(0)));
     }
 
+    // A 2x2 run where node 1 misbehaves as `kinds` says (ROOKERY_TESTING_MISBEHAVE): its
+    // pipeline neighbours refuse what it sends (`refusal`: first group the refusing node,
+    // last the peer blamed), every refusal blames node 1, the coordinator quarantines it,
+    // no honest stage trains on a non-finite value, and both clusters reach 85%.
+    void runWithAHostilePipelineNeighbour(const QString &kinds, const QRegularExpression &refusal)
+    {
+        QTemporaryDir dir;
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        QVERIFY(run.start(dir.path(), false,
+                          {QStringLiteral("--testing-misbehave"), QStringLiteral("1"),
+                           QStringLiteral("--testing-misbehaviour"), kinds}));
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        const QString culprit = poisonerOf(run);
+        QVERIFY2(!culprit.isEmpty(), qPrintable(run.output.left(3000)));
+        int refusals = 0;
+        countRefusals(run, refusal, culprit, refusals);
+        if (QTest::currentTestFailed())
+            return;
+        qInfo("%d refusals logged, every one of node 1's (%s, %s)", refusals, qPrintable(culprit), qPrintable(kinds));
+        QVERIFY2(refusals >= 1, qPrintable(run.output.right(3000)));
+        checkQuarantinedAndClean(run, culprit);
+        if (QTest::currentTestFailed())
+            return;
+        checkAccuracy(run);
+    }
+
 private Q_SLOTS:
     void twoClustersOfTwoReach85Percent()
     {
@@ -148,30 +177,22 @@ private Q_SLOTS:
     // reach 85%.
     void aPoisonedPipelineNeighbourIsQuarantined()
     {
-        QTemporaryDir dir;
-        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
-        QVERIFY(
-            run.start(dir.path(), false,
-                      {QStringLiteral("--testing-misbehave"), QStringLiteral("1"),
-                       QStringLiteral("--testing-misbehaviour"), QStringLiteral("activation-scale,nan-gradients")}));
-        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
-                 qPrintable(run.output.right(3000)));
-        run.read();
-        QCOMPARE(run.process.exitCode(), 0);
-        const QString poisoner = poisonerOf(run);
-        QVERIFY2(!poisoner.isEmpty(), qPrintable(run.output.left(3000)));
         static const QRegularExpression refusal(QStringLiteral(
             "\\[node (\\d)\\] warning pipeline: stage \\d+: refused the (activations|gradients) of peer (\\w+): "));
-        int refusals = 0;
-        countRefusals(run, refusal, poisoner, refusals);
-        if (QTest::currentTestFailed())
-            return;
-        qInfo("%d refusals logged, every one of node 1's values (%s)", refusals, qPrintable(poisoner));
-        QVERIFY2(refusals >= 1, qPrintable(run.output.right(3000)));
-        checkQuarantinedAndClean(run, poisoner);
-        if (QTest::currentTestFailed())
-            return;
-        checkAccuracy(run);
+        runWithAHostilePipelineNeighbour(QStringLiteral("activation-scale,nan-gradients"), refusal);
+    }
+
+    // A hostile pipeline neighbour forges the end of the run: node 1 sends a "finished"
+    // after every 40th activation or gradient it sends. Down the pipeline it comes long
+    // before the run's last step, up the pipeline it is never allowed: either way its
+    // neighbour refuses it (the run stops and restarts rather than ending for good) and
+    // reports it, and the coordinator quarantines node 1 after 3 reports; both clusters
+    // still reach 85%.
+    void aForgedFinishIsRefusedAndItsSenderQuarantined()
+    {
+        static const QRegularExpression refusal(
+            QStringLiteral("\\[node (\\d)\\] warning pipeline: stage \\d+: refused the 'finished' of peer (\\w+): "));
+        runWithAHostilePipelineNeighbour(QStringLiteral("forged-finished"), refusal);
     }
 
     // Every node advertises an address nobody can dial, as if behind NAT without a

@@ -95,6 +95,7 @@ struct TestNode
     uint16_t relayPort = 0;    ///< it offers a relay there (Register.relay_port)
     std::vector<net::RelayGrant> grants;
     std::vector<net::RelayExpect> expects; ///< pairs its relay is told to expect
+    std::vector<net::BanList> banLists;    ///< the coordinator's ban lists, as they came
 
     // The client goes first: its callbacks write to the members above, and the
     // coordinator may push an assignment to it while it is being torn down.
@@ -135,6 +136,7 @@ struct TestNode
         };
         e.relayGranted = recordInto(grants);
         e.relayExpected = recordInto(expects);
+        e.banned = recordInto(banLists);
         client = std::make_unique<coord::CoordinatorClient>(net, c, identity, e);
         client->start();
     }
@@ -153,6 +155,12 @@ struct TestNode
     {
         std::lock_guard lock(mutex);
         return {updates.begin() + std::ptrdiff_t(std::min(count, updates.size())), updates.end()};
+    }
+    /// The newest ban list heard (empty before any).
+    std::vector<std::string> banned() const
+    {
+        std::lock_guard lock(mutex);
+        return banLists.empty() ? std::vector<std::string>() : banLists.back().nodeIds;
     }
     std::string lastError() const
     {

@@ -218,8 +218,8 @@ private Q_SLOTS:
 
     // Heartbeats carry each node's complaints (values of a peer it refused as poisoned).
     // Two reporters, or one reporting 3 refusals, quarantine the accused: re-planned away,
-    // told why, its key refused from then on (also after a restart), and no new keys
-    // from its address.
+    // told why, its key refused from then on (also after a restart), no new keys from its
+    // address, and every other node (also one that registers later) hears the ban list.
     void aNodeItsPeersRefuseIsQuarantined()
     {
         QTemporaryDir dir;
@@ -246,6 +246,10 @@ private Q_SLOTS:
         QVERIFY(test::eventually([&] { return contains(n[1]->lastError(), "quarantined for the run"); }));
         QVERIFY2(contains(n[1]->lastError(), "2 peers refused its values"), n[1]->lastError().c_str());
         QCOMPARE(c->assignments().at(n[1]->identity.nodeId()).state, coord::AssignmentState::Stopped);
+        const std::vector<std::string> firstBan{n[1]->identity.nodeId()};
+        for (int i : {0, 2, 3})
+            QVERIFY(test::eventually([&] { return n[size_t(i)]->banned() == firstBan; }));
+        QVERIFY(n[1]->banned().empty()); // the banned node itself is told by its refusal
 
         complain(3, 0, 2);
         std::this_thread::sleep_for(500ms);
@@ -253,6 +257,9 @@ private Q_SLOTS:
         complain(3, 0, 3); // one reporter, 3 refusals
         QVERIFY(test::eventually([&] { return c->counters().quarantined == 2; }));
         QVERIFY(test::eventually([&] { return contains(n[0]->lastError(), "3 times"); }));
+        const std::vector<std::string> bothBanned{n[1]->identity.nodeId(), n[0]->identity.nodeId()};
+        for (int i : {2, 3})
+            QVERIFY(test::eventually([&] { return n[size_t(i)]->banned() == bothBanned; }));
         QVERIFY(contains(c->statusJson(), "\"quarantined\""));
 
         // A new key from the quarantined nodes' address is refused.
@@ -269,6 +276,11 @@ private Q_SLOTS:
         returning.start(ctx, again.coordinatorAddress(), 50, 1u << 30);
         QVERIFY(test::eventually([&] { return contains(returning.lastError(), "quarantined for the run"); }));
         QVERIFY(test::eventually([&] { return n[2]->registrationCount() >= 2; })); // the honest come back
+        // ...and hear the ban list (restored from the database) again as they register.
+        QVERIFY(test::eventually([&] {
+            std::lock_guard lock(n[2]->mutex);
+            return n[2]->banLists.size() >= 3 && n[2]->banLists.back().nodeIds.size() == 2;
+        }));
     }
 
     void theLimitsShowInTheMetrics()

@@ -85,6 +85,7 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(RelayGrant{"aa11", "198.51.101.1:7402", std::string(16, '\x3c'), true, ""});
     m.push_back(RelayGrant{"aa11", "", "", false, "the relay is full"});
     m.push_back(RelayExpect{"aa11", "bb22", std::string(16, '\x3c'), std::string(16, '\x3d')});
+    m.push_back(BanList{{"aa11", "bb22"}});
     return m;
 }
 

@@ -5,6 +5,8 @@
 // the same links.
 #include <QtTest>
 
+#include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "engine/data/image_dataset.h"
@@ -13,6 +15,7 @@
 #include "engine/net/identity.h"
 #include "engine/participant/net_ring_links.h"
 #include "engine/participant/net_stage_transport.h"
+#include "engine/participant/peer_complaints.h"
 #include "engine/participant/peer_mesh.h"
 #include "engine/participant/weights_relay.h"
 #include "engine/train/pipeline.h"
@@ -209,6 +212,125 @@ private Q_SLOTS:
         QVERIFY(result.metrics.backwards > 0);
     }
 
+    // What a neighbour may say is checked, not believed: a "finished" long before the
+    // run's end, or one coming up the pipeline, and more microbatches than any window
+    // holds, each stop the run here (nothing ends for good) and count against the sender;
+    // a neighbour's "failed" stops the run as a cancel, not as this node's failure.
+    void aNeighbourCannotEndFloodOrFailTheRun()
+    {
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        auto complaints = std::make_shared<participant::PeerComplaints>();
+        {
+            std::scoped_lock lock(a.mutex, b.mutex);
+            a.transport =
+                std::make_unique<participant::NetStageTransport>(*a.mesh, 0, "", b.identity.nodeId(), complaints);
+            b.transport =
+                std::make_unique<participant::NetStageTransport>(*b.mesh, 1, a.identity.nodeId(), "", complaints);
+            b.transport->setFinishCheck([](int64_t rootStep) {
+                return rootStep >= 990 ? std::string() : "the root is at step " + std::to_string(rootStep) + " of 1000";
+            });
+        }
+        QVERIFY(test::waitFor([&] { return a.transport->neighboursUp() && b.transport->neighboursUp(); }, 10s));
+        const auto stopOf = [](participant::NetStageTransport &t) -> std::optional<train::StopMessage> {
+            const auto deadline = std::chrono::steady_clock::now() + 10s;
+            while (std::chrono::steady_clock::now() < deadline) {
+                if (auto m = t.poll())
+                    if (auto *stop = std::get_if<train::StopMessage>(&*m))
+                        return *stop;
+                std::this_thread::sleep_for(5ms);
+            }
+            return std::nullopt;
+        };
+        const uint64_t generation1 = uint64_t(1) << participant::NetStageTransport::kGenerationShift;
+        const auto restart = [&] {
+            a.transport->beginRun(); // the root opens generation n + 1
+            b.transport->beginRun();
+        };
+        const auto complaintsAgainst = [&](const std::string &id) {
+            const auto all = complaints->snapshot();
+            const auto it = all.find(id);
+            return it == all.end() ? int64_t(0) : it->second;
+        };
+
+        // A "finished" that says the root is at step 3 of 1,000.
+        restart();
+        QCOMPARE(int(a.mesh->send(b.identity.nodeId(), net::StageError{0, generation1 + 3, "finished"})),
+                 int(net::SendResult::Queued));
+        auto stop = stopOf(*b.transport);
+        QVERIFY(stop);
+        QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
+        QVERIFY2(stop->reason.find("refused") != std::string::npos, stop->reason.c_str());
+        QCOMPARE(complaintsAgainst(a.identity.nodeId()), int64_t(1));
+
+        // At step 1,000 it is believed: the run finishes.
+        restart();
+        QCOMPARE(int(a.mesh->send(b.identity.nodeId(), net::StageError{0, 2 * generation1 + 1000, "finished"})),
+                 int(net::SendResult::Queued));
+        stop = stopOf(*b.transport);
+        QVERIFY(stop);
+        QCOMPARE(int(stop->kind), int(train::StopKind::Finished));
+        QCOMPARE(complaintsAgainst(a.identity.nodeId()), int64_t(1));
+
+        // A "finished" up the pipeline is never allowed.
+        restart();
+        QCOMPARE(int(b.mesh->send(a.identity.nodeId(), net::StageError{1, 3 * generation1, "finished"})),
+                 int(net::SendResult::Queued));
+        stop = stopOf(*a.transport);
+        QVERIFY(stop);
+        QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
+        QCOMPARE(complaintsAgainst(b.identity.nodeId()), int64_t(1));
+
+        // A neighbour's failure: a cancel here, not a failure of this node.
+        restart();
+        QCOMPARE(int(a.mesh->send(b.identity.nodeId(), net::StageError{0, 4 * generation1, "failed: out of memory"})),
+                 int(net::SendResult::Queued));
+        stop = stopOf(*b.transport);
+        QVERIFY(stop);
+        QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
+        QVERIFY2(stop->reason.find("stage 0 failed: out of memory") != std::string::npos, stop->reason.c_str());
+        QCOMPARE(complaintsAgainst(a.identity.nodeId()), int64_t(1));
+
+        // A flood: more microbatches than any window, none taken yet. The first
+        // kMaxQueued wait; the next is refused.
+        restart();
+        const auto activations = tensorBufferFromBytes(DType::Float32, {1, 4}, std::vector<uint8_t>(16, 0));
+        const auto labels = tensorBufferFromBytes(DType::Int64, {1}, std::vector<uint8_t>(8, 0));
+        for (size_t i = 0; i <= participant::NetStageTransport::kMaxQueued; ++i)
+            QVERIFY(test::waitFor(
+                [&] {
+                    return a.mesh->send(b.identity.nodeId(), net::Activations{5 * generation1 + i, 0, activations,
+                                                                              labels}) == net::SendResult::Queued;
+                },
+                5s));
+        QVERIFY(test::waitFor([&] { return complaintsAgainst(a.identity.nodeId()) == 2; }, 10s));
+        stop = stopOf(*b.transport);
+        QVERIFY(stop);
+        QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
+        QVERIFY2(stop->reason.find("refused") != std::string::npos, stop->reason.c_str());
+    }
+
+    // The coordinator's ban list reaches the mesh: the link to a banned peer closes and
+    // stays closed, whichever end dials, while the assignment still names it; lifted,
+    // the link comes back.
+    void aBannedPeersLinksAreRefused()
+    {
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        const std::string aId = a.identity.nodeId(), bId = b.identity.nodeId();
+        QVERIFY(test::waitFor([&] { return a.mesh->isUp(bId) && b.mesh->isUp(aId); }, 10s));
+        a.mesh->setBanned({bId});
+        QVERIFY(test::waitFor([&] { return !a.mesh->isUp(bId) && !b.mesh->isUp(aId); }, 10s));
+        std::this_thread::sleep_for(1500ms); // b (or a) dials again meanwhile
+        QVERIFY(!a.mesh->isUp(bId));
+        a.mesh->setBanned({});
+        QVERIFY(test::waitFor([&] { return a.mesh->isUp(bId) && b.mesh->isUp(aId); }, 15s));
+    }
+
     void ringAveragesOverLinks()
     {
         net::NetContext net;
@@ -278,9 +400,15 @@ private Q_SLOTS:
                 7);
         }
         nodes[3]->mesh->setPeers({nodes[2]->address()});
+        auto complaints = std::make_shared<participant::PeerComplaints>();
         {
             std::lock_guard lock(nodes[3]->mutex);
-            nodes[3]->relay = std::make_unique<participant::WeightsRelay>(*nodes[3]->mesh, 2, "", "");
+            nodes[3]->relay = std::make_unique<participant::WeightsRelay>(*nodes[3]->mesh, 2, "", "", complaints);
+        }
+        {
+            std::lock_guard lock(nodes[0]->mutex); // the root judges what comes up, too
+            nodes[0]->relay = std::make_unique<participant::WeightsRelay>(*nodes[0]->mesh, 0, "", id(1), complaints);
+            nodes[0]->relay->publish({NamedTensor{"0.weight", DType::Float32, {1}, std::vector<uint8_t>(4, 1)}}, 7);
         }
         QVERIFY(test::waitFor(
             [&] {
@@ -300,6 +428,33 @@ private Q_SLOTS:
         QVERIFY(fetched.has_value());
         QCOMPARE(int(fetched->front().data[0]), 3);
         QVERIFY(!nodes[3]->relay->fetch(id(2), {"9.weight"}, 2s)); // not held there
+
+        // Forged weights are refused, and counted against the peer that sent them.
+        const auto complaintsAgainst = [&](const std::string &who) {
+            const auto counts = complaints->snapshot();
+            return counts.count(who) ? counts.at(who) : int64_t(0);
+        };
+        const auto floats = [](std::vector<float> v) {
+            std::vector<uint8_t> bytes(v.size() * sizeof(float));
+            std::memcpy(bytes.data(), v.data(), bytes.size());
+            return bytes;
+        };
+        nodes[2]->relay->publish({NamedTensor{"2.weight", DType::Float32, {2}, floats({1.0f, NAN})}}, 8);
+        QVERIFY(!nodes[3]->relay->fetch(id(2), {"2.weight"}, 5s));
+        QCOMPARE(complaintsAgainst(id(2)), int64_t(1));
+        // Relayed up by stage 1, stage 2's NaN spoils the gather but blames no one: stage 1
+        // only passed it on.
+        QVERIFY(!nodes[0]->relay->gatherPipeline(3, 5s));
+        QCOMPARE(complaintsAgainst(id(1)), int64_t(0));
+        QCOMPARE(complaintsAgainst(id(2)), int64_t(1));
+        nodes[2]->relay->publish({NamedTensor{"2.weight", DType::Float32, {1}, floats({0.5f})}}, 8);
+        nodes[1]->relay->publish({NamedTensor{"1.weight", DType::Float32, {2}, floats({1e6f, -1e6f})}}, 8);
+        QVERIFY(!nodes[0]->relay->gatherPipeline(3, 5s)); // stage 1's own: an RMS of 1e6
+        QCOMPARE(complaintsAgainst(id(1)), int64_t(1));
+        nodes[1]->relay->publish({NamedTensor{"1.weight", DType::Float32, {2}, floats({0.25f, -0.25f})}}, 8);
+        const auto clean = nodes[0]->relay->gatherPipeline(3, 10s);
+        QVERIFY(clean.has_value());
+        QCOMPARE(clean->size(), size_t(3));
     }
 };
 

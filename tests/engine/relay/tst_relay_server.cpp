@@ -72,9 +72,13 @@ bool runUntil(asio::io_context &ioc, const std::function<bool()> &done, std::chr
     return true;
 }
 
-tcp::socket connectTo(asio::io_context &ioc, uint16_t port)
+tcp::socket connectTo(asio::io_context &ioc, uint16_t port, const char *from = nullptr)
 {
     tcp::socket s(ioc);
+    if (from) {
+        s.open(tcp::v4());
+        s.bind({asio::ip::make_address(from), 0});
+    }
     s.connect({asio::ip::make_address("127.0.0.1"), port});
     s.set_option(tcp::no_delay(true));
     return s;
@@ -385,6 +389,26 @@ private Q_SLOTS:
         QCOMPARE(readReply(ioc, first), int(RelayReply::UnknownToken));
         auto fourth = greet(ioc, relay.port(), relayPreamble(relay.expectPair("node-a", "node-b").first));
         QCOMPARE(readReply(ioc, fourth, 300ms), kTimedOut); // waiting for its partner, not refused
+    }
+
+    // One host cannot hold every greeting place: its 3rd is refused while another
+    // address still gets in.
+    void tooManyGreetingsFromOneAddressMeansFull()
+    {
+        auto s = loopback();
+        s.maxPendingPerAddress = 2;
+        RelayServer relay(s);
+        asio::io_context ioc;
+        auto first = connectTo(ioc, relay.port()), second = connectTo(ioc, relay.port());
+        auto third = connectTo(ioc, relay.port());
+        QCOMPARE(readReply(ioc, third), int(RelayReply::Full));
+        auto elsewhere = connectTo(ioc, relay.port(), "127.0.0.2");
+        QCOMPARE(readReply(ioc, elsewhere, 300ms), kTimedOut); // greeting, not refused
+        QCOMPARE(relay.counters().refused, uint64_t(1));
+        asio::write(first, asio::buffer(std::string(kRelayPreambleBytes, 'x'))); // judged: a place frees
+        QCOMPARE(readReply(ioc, first), int(RelayReply::UnknownToken));
+        auto fourth = connectTo(ioc, relay.port());
+        QCOMPARE(readReply(ioc, fourth, 300ms), kTimedOut);
     }
 
     void tapSeesExactlyTheRelayedBytes()
