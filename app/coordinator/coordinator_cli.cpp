@@ -22,6 +22,7 @@ struct Timing
     int64_t rejoinGrace = 0;
     int64_t restartGrace = 0;
     int64_t firstPlanDelay = 0;
+    int64_t certificateLifetime = 0; ///< seconds
 };
 
 void declareTimingOptions(CLI::App &p, Timing &t)
@@ -34,6 +35,8 @@ void declareTimingOptions(CLI::App &p, Timing &t)
                         "the same, for every node after this coordinator restarts");
     cli::addWholeNumber(p, "--first-plan-delay-ms", t.firstPlanDelay, 0, 600'000, "MS",
                         "wait this long for more volunteers before the first plan");
+    cli::addWholeNumber(p, "--certificate-lifetime-s", t.certificateLifetime, 20, 365 * 86400, "S",
+                        "how long a node's certificate is valid (default 30 days); nodes renew at half of it");
 }
 
 // What the run options name and parseCoordinatorOptions() turns into RunConfig fields
@@ -80,7 +83,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     auto &run = s.run;
     std::string dataDir = (defaultDataDir() / "coordinator").string();
     Timing timing{s.heartbeatInterval.count(), s.heartbeatTimeout.count(), s.rejoinGrace.count(),
-                  s.restartGrace.count(), s.firstPlanDelay.count()};
+                  s.restartGrace.count(),      s.firstPlanDelay.count(),   s.certificateLifetime.count()};
     RunChoices choices{"mlp", "sgd", run.optimizer.learningRate, run.optimizer.momentum, run.optimizer.weightDecay};
     std::vector<char *> args(argv, argv + argc);
     if (args.size() > 1 && std::string_view(args[1]) == "invite") {
@@ -178,6 +181,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     s.rejoinGrace = ms(timing.rejoinGrace);
     s.restartGrace = ms(timing.restartGrace);
     s.firstPlanDelay = ms(timing.firstPlanDelay);
+    s.certificateLifetime = std::chrono::seconds(timing.certificateLifetime);
     if (s.heartbeatTimeout <= s.heartbeatInterval)
         throw Error("--heartbeat-timeout-ms must be longer than --heartbeat-ms");
     run.model = model::modelByName(choices.model);

@@ -32,6 +32,7 @@ int main(int argc, char **argv)
     int cores = 1;
     int cpuPercent = 100;
     int64_t graceSeconds = 0;
+    int64_t certificateSeconds = 0;
     int poisoner = 0;
     std::string misbehaviour = "ring-poison";
     bool fresh = false, quiet = false, throughRelay = false, overlap = false, stragglers = false;
@@ -59,6 +60,9 @@ int main(int argc, char **argv)
     cli::addWholeNumber(p, "--grace", graceSeconds, 0, 3600, "S",
                         "how long a node away keeps its place (the coordinator's --rejoin-grace-ms; 0: its "
                         "default)");
+    cli::addWholeNumber(p, "--certificate-lifetime", certificateSeconds, 20, 365 * 86400, "S",
+                        "how long the nodes' certificates are valid (the coordinator's --certificate-lifetime-s; "
+                        "default 30 days); nodes renew them at half of it");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
     p.add_flag("--straggler-check", stragglers,
                "the coordinator re-cuts a cluster around a stage much slower than its peers (its "
@@ -111,6 +115,9 @@ int main(int argc, char **argv)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--straggler-check", "5"});
     if (graceSeconds > 0)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--rejoin-grace-ms", std::to_string(graceSeconds * 1000)});
+    if (certificateSeconds > 0)
+        s.coordinatorArgs.insert(s.coordinatorArgs.end(),
+                                 {"--certificate-lifetime-s", std::to_string(certificateSeconds)});
     if (poisoner > 0)
         s.nodeEnvironment[poisoner] = {"ROOKERY_TESTING_MISBEHAVE=" + misbehaviour};
     if (throughRelay) { // port 1 on loopback: nothing listens, the coordinator's check fails at once

@@ -56,6 +56,7 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
     rc.heartbeatInterval = settings.heartbeatInterval;
     rc.heartbeatTimeout = settings.heartbeatTimeout;
     rc.registerTimeout = settings.registerTimeout;
+    rc.certificateValidity = settings.certificateLifetime;
     rc.rejoinGrace = settings.rejoinGrace;
     rc.addressLimits = settings.addressLimits;
     rc.quarantineAfter = settings.quarantineAfter;

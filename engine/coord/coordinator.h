@@ -53,6 +53,9 @@ struct CoordinatorSettings
     /// A link that has not registered this long after it opened is closed: an idle link
     /// holds buffers, and pongs alone would keep it open for ever.
     std::chrono::milliseconds registerTimeout{10'000};
+    /// How long the certificate a node gets at registration is valid; a node renews it
+    /// (registers again) at half of what is left, so a node up for longer keeps linking.
+    std::chrono::seconds certificateLifetime{30 * 86400};
     /// A node that is away keeps its assignment this long, so a laptop that sleeps, Wi-Fi
     /// that drops or a restart costs only the time away: lost (silent), or paused by its
     /// governor (its heartbeats say so). Meanwhile the rings skip its cluster; then the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/coord/coordinator_client.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "engine/common/version.h"
 #include "engine/common/wall_clock.h"
 #include "engine/coord/wire_convert.h"
+#include "engine/net/certificate_authority.h"
 #include "engine/net/dialer.h"
 #include "engine/net/net_context_impl.h"
 
@@ -43,6 +45,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         , strand(asio::make_strand(io))
         , timer(strand)
         , retryTimer(strand)
+        , renewTimer(strand)
         , config(std::move(c))
         , identity(std::move(id))
         , events(std::move(e))
@@ -83,9 +86,9 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             if (auto self = weak.lock())
                 self->onMessage(l, std::move(m));
         };
-        le.closed = [weak](const std::shared_ptr<net::Link> &, const net::CloseInfo &info) {
+        le.closed = [weak](const std::shared_ptr<net::Link> &l, const net::CloseInfo &info) {
             if (auto self = weak.lock())
-                self->onClosed(info);
+                self->onClosed(l, info);
         };
         auto l = net::dial(*context, std::move(dc), std::move(le));
         std::lock_guard lock(mutex);
@@ -94,8 +97,18 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             link->close("stopped");
     }
 
+    // A link this client has replaced (a renewal) may still come and go: it is closed,
+    // and what it says is not heard.
+    bool isCurrent(const std::shared_ptr<net::Link> &l)
+    {
+        std::lock_guard lock(mutex);
+        return l == link;
+    }
+
     void onOpened(const std::shared_ptr<net::Link> &l)
     {
+        if (!isCurrent(l))
+            return l->close("replaced by a newer connection");
         net::Register r;
         {
             std::lock_guard lock(mutex);
@@ -120,6 +133,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
 
     void onMessage(const std::shared_ptr<net::Link> &l, net::Message &&m)
     {
+        if (!isCurrent(l))
+            return;
         if (auto *reply = std::get_if<net::RegisterReply>(&m))
             return onRegistered(l, *reply);
         if (auto *update = std::get_if<net::AssignmentUpdate>(&m))
@@ -146,10 +161,12 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     void onRegistered(const std::shared_ptr<net::Link> &l, const net::RegisterReply &reply)
     {
         Registration reg;
+        std::chrono::system_clock::time_point expiry;
         try {
             if (reply.nodeId != identity.nodeId())
                 throw Error("the coordinator registered node " + reply.nodeId.substr(0, 12) + ", not this node " +
                             identity.nodeId().substr(0, 12));
+            expiry = net::certificateExpiry(reply.certificatePem);
             reg = {reply.nodeId,
                    reply.certificatePem,
                    reply.caCertificatePem,
@@ -160,8 +177,10 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             return refuse(l, std::string("the coordinator's registration reply is not usable: ") + e.what());
         }
         uint64_t gen;
+        std::shared_ptr<net::Link> replaced;
         {
             std::lock_guard lock(mutex);
+            replaced = std::exchange(renewing, nullptr);
             registered = true;
             limitedStrikes = 0;
             interval = reg.heartbeatInterval;
@@ -170,9 +189,39 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             ++stats.registrations;
             gen = generation;
         }
+        if (replaced) // registered on the new link: the old one can go (the coordinator closes it too)
+            replaced->close("renewed the certificate on a new connection");
         log::info(kArea, "registered as node " + reg.nodeId.substr(0, 12) + "; " + reg.assignment.describe());
         notify(&CoordinatorClientEvents::registered, reg);
         scheduleHeartbeat(gen);
+        scheduleRenewal(gen, expiry);
+    }
+
+    // Peers refuse an expired certificate, so a node registers again (on a new link: one
+    // Register per link) when half of its certificate's life is left, and gets a fresh one.
+    // The old link stays until the new one has registered, so the coordinator never sees
+    // the node gone.
+    void scheduleRenewal(uint64_t gen, std::chrono::system_clock::time_point expiry)
+    {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(expiry - std::chrono::system_clock::now());
+        const auto wait = std::max(left / 2, std::chrono::milliseconds(1000));
+        asio::post(strand, [self = shared_from_this(), gen, wait] {
+            self->renewTimer.expires_after(wait);
+            self->renewTimer.async_wait([self, gen](boost::system::error_code ec) {
+                std::shared_ptr<net::Link> abandoned;
+                {
+                    std::lock_guard lock(self->mutex);
+                    if (ec || gen != self->generation || self->stopped || self->refused)
+                        return;
+                    abandoned = std::exchange(self->renewing, self->link);
+                }
+                if (abandoned) // an earlier renewal's old link, never replaced: it goes now
+                    abandoned->close("renewing the certificate again");
+                log::info(kArea, "renewing this node's certificate: registering again on a new connection");
+                self->start();
+            });
+        });
     }
 
     void onAssignment(Assignment a)
@@ -255,13 +304,15 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         closedCv.wait_for(lock, std::chrono::seconds(1), [&] { return !connected; });
     }
 
-    void onClosed(const net::CloseInfo &info)
+    void onClosed(const std::shared_ptr<net::Link> &closed, const net::CloseInfo &info)
     {
         bool was;
         bool report;
         bool retrying;
         {
             std::lock_guard lock(mutex);
+            if (link && closed != link)
+                return; // a link this client already replaced (a renewal)
             was = connected;
             connected = registered = false;
             ++generation;
@@ -311,7 +362,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             if (inflight.size() > 64)
                 inflight.pop_front();
             ++stats.heartbeatsSent;
-            l = link;
+            l = renewing ? renewing : link; // mid-renewal: the old link is the one registered
         }
         if (l)
             (void)l->send(hb); // QueueFull or NotOpen: the next beat tries again
@@ -328,7 +379,9 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     net::NetContext *context = nullptr;
     asio::strand<asio::io_context::executor_type> strand;
     asio::steady_timer timer;
-    asio::steady_timer retryTimer; ///< after the coordinator asked to wait (Limited)
+    asio::steady_timer retryTimer;       ///< after the coordinator asked to wait (Limited)
+    asio::steady_timer renewTimer;       ///< registers again before this node's certificate expires
+    std::shared_ptr<net::Link> renewing; ///< the link a renewal replaces, until the new one registers
     const CoordinatorClientConfig config;
     const net::Identity identity;
 
@@ -383,12 +436,19 @@ bool CoordinatorClient::requestRelay(const std::string &peerId)
 void CoordinatorClient::leave(const std::string &reason)
 {
     auto l = m->currentLink();
+    std::shared_ptr<net::Link> renewing;
     {
         std::lock_guard lock(m->mutex);
         if (m->stopped)
             return;
         m->stopped = true;
         ++m->generation;
+        renewing = std::exchange(m->renewing, nullptr);
+    }
+    if (renewing) { // mid-renewal: the old link is the registered one
+        if (renewing->isOpen())
+            (void)renewing->send(net::Leave{reason});
+        renewing->close("left: " + reason);
     }
     if (!l)
         return;
@@ -401,16 +461,21 @@ void CoordinatorClient::leave(const std::string &reason)
 void CoordinatorClient::stop()
 {
     auto l = m->currentLink();
+    std::shared_ptr<net::Link> renewing;
     {
         std::lock_guard lock(m->mutex);
         if (m->stopped)
             return;
         m->stopped = true;
         ++m->generation;
+        renewing = std::exchange(m->renewing, nullptr);
     }
+    if (renewing)
+        renewing->close("the node stopped");
     asio::post(m->strand, [impl = m] {
         impl->timer.cancel();
         impl->retryTimer.cancel();
+        impl->renewTimer.cancel();
     });
     if (l) {
         l->close("the node stopped");

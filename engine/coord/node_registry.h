@@ -54,7 +54,7 @@ struct RegistryConfig
     std::chrono::milliseconds heartbeatTimeout{5000};
     std::chrono::milliseconds registerTimeout{10'000}; ///< an open link silent this long is closed
     std::chrono::milliseconds rejoinGrace{300'000};    ///< as CoordinatorSettings::rejoinGrace
-    std::chrono::hours certificateValidity{24 * 30};
+    std::chrono::seconds certificateValidity{30 * 86400};
     std::string runId;
     net::RunInfo run;
     /// Invite-only: a key the coordinator does not know needs a join token from here.

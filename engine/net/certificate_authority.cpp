@@ -53,10 +53,19 @@ std::string CertificateAuthority::issue(std::string_view publicKeyPem, TimePoint
     return ossl::certificatePem(cert.get());
 }
 
-std::string CertificateAuthority::issue(std::string_view publicKeyPem, std::chrono::hours validity) const
+std::string CertificateAuthority::issue(std::string_view publicKeyPem, std::chrono::seconds validity) const
 {
     const auto now = std::chrono::system_clock::now();
     return issue(publicKeyPem, now - std::chrono::minutes(5), now + validity);
+}
+
+std::chrono::system_clock::time_point certificateExpiry(std::string_view pem)
+{
+    auto cert = ossl::certificateFromPem(pem, "the certificate");
+    int days = 0, seconds = 0; // from now to notAfter
+    if (!ASN1_TIME_diff(&days, &seconds, nullptr, X509_get0_notAfter(cert.get())))
+        ossl::fail("the certificate's expiry");
+    return std::chrono::system_clock::now() + std::chrono::hours(24) * days + std::chrono::seconds(seconds);
 }
 
 } // namespace rookery::net

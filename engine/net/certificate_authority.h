@@ -38,12 +38,16 @@ public:
     /// [notBefore, notAfter]. Throws rookery::Error when the key is not a public key.
     std::string issue(std::string_view publicKeyPem, TimePoint notBefore, TimePoint notAfter) const;
     /// The same, valid from five minutes ago (clock skew) for `validity`.
-    std::string issue(std::string_view publicKeyPem, std::chrono::hours validity = std::chrono::hours(24 * 30)) const;
+    std::string issue(std::string_view publicKeyPem, std::chrono::seconds validity = std::chrono::hours(24 * 30)) const;
 
 private:
     std::string m_privateKeyPem;
     std::string m_certificatePem;
     std::string m_fingerprint;
 };
+
+/// When the certificate in `pem` expires (its notAfter). Throws rookery::Error when
+/// `pem` is not a certificate.
+std::chrono::system_clock::time_point certificateExpiry(std::string_view pem);
 
 } // namespace rookery::net

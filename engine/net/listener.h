@@ -57,6 +57,9 @@ public:
     /// Links currently connected (including those still in their handshakes).
     size_t linkCount() const;
     ListenerCounters counters() const;
+    /// New credentials (a renewed certificate) for the connections accepted from now on;
+    /// links already open keep theirs. Throws rookery::Error when they are unusable.
+    void setCredentials(const TlsCredentials &credentials);
 
     struct Impl;
 

@@ -68,6 +68,11 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
         s.events = linkEvents();
         s.remote = endpointText(remote);
         s.check = config.clients;
+        std::shared_ptr<asio::ssl::context> tls;
+        {
+            std::lock_guard lock(mutex);
+            tls = this->tls;
+        }
         s.tls = tls;
         auto session = std::make_shared<TlsLinkSession>(std::move(s), std::move(socket), *tls);
         {
@@ -144,7 +149,7 @@ struct Listener::Impl : std::enable_shared_from_this<Listener::Impl>
     NetContext::Impl &net;
     ListenerConfig config;
     LinkEvents events;
-    std::shared_ptr<asio::ssl::context> tls;
+    std::shared_ptr<asio::ssl::context> tls; // under `mutex` once accepting
     asio::ip::tcp::acceptor acceptor;
     uint16_t port = 0;
     std::atomic<bool> stopped{false};
@@ -174,6 +179,14 @@ ListenerCounters Listener::counters() const
 {
     std::lock_guard lock(m->mutex);
     return m->tally;
+}
+
+void Listener::setCredentials(const TlsCredentials &credentials)
+{
+    auto tls = makeTlsContext(credentials, true);
+    std::lock_guard lock(m->mutex);
+    m->tls = std::move(tls);
+    m->config.credentials = credentials;
 }
 
 // ---- Dialled links ---------------------------------------------------------------

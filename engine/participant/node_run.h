@@ -124,6 +124,7 @@ private:
     std::unique_ptr<RouterPort> m_relayRouterPort;
     std::unique_ptr<coord::CoordinatorClient> m_client;
     std::unique_ptr<PeerMesh> m_mesh;
+    std::string m_meshCertificate;            // the certificate the mesh presents (a renewal replaces it)
     std::unique_ptr<RouterPort> m_routerPort; ///< the peer port forwarded on the home router
     coord::RunConfig m_run;
     std::optional<coord::Assignment> m_current;

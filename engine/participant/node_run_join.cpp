@@ -143,6 +143,20 @@ std::optional<coord::Assignment> NodeRun::awaitEvents()
         openMesh(registration);
         lock.lock();
     }
+    if (m_mesh && m_node.registration && m_node.registration->certificatePem != m_meshCertificate) {
+        const coord::Registration registration = *m_node.registration; // registered again: a renewal
+        lock.unlock();
+        try {
+            m_mesh->setCredentials(
+                {registration.certificatePem, m_prepared.identity.privateKeyPem(), registration.caCertificatePem});
+            m_meshCertificate = registration.certificatePem;
+            m_node.say("renewed its certificate: its peer links use the new one");
+        } catch (const Error &e) {
+            m_node.warn(std::string("the renewed certificate cannot be used: ") + e.what());
+            m_meshCertificate = registration.certificatePem; // not again for the same one
+        }
+        lock.lock();
+    }
     if (m_mesh) {
         const auto grants = std::exchange(m_node.relayGrants, {});
         const auto banned = std::exchange(m_node.banned, std::nullopt);
@@ -168,6 +182,7 @@ void NodeRun::openMesh(const coord::Registration &registration)
     mc.bindAddress = s.bindAddress;
     mc.port = m_prepared.port;
     mc.credentials = {registration.certificatePem, m_prepared.identity.privateKeyPem(), registration.caCertificatePem};
+    m_meshCertificate = registration.certificatePem;
     mc.wan = net::wanEmulationFromEnvironment(); // a testing option; off unless set
     (void)testingMisbehaviour();                 // another; says so now, or refuses a bad value
     // The governor's caps apply to every link (it outlives them).

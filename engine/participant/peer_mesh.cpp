@@ -66,6 +66,39 @@ bool dialsPeer(const std::string &selfId, bool selfUnreachable, const PeerAddres
     return !peer.unreachable && (selfUnreachable || selfId < peer.nodeId);
 }
 
+void PeerMesh::setCredentials(const net::TlsCredentials &credentials)
+{
+    m->listener->setCredentials(credentials); // throws before anything changed when unusable
+    std::vector<std::shared_ptr<net::Link>> retrying;
+    std::vector<PeerAddress> keep;
+    bool selfUnreachable = false;
+    {
+        std::lock_guard lock(m->mutex);
+        m->config.credentials = credentials;
+        for (auto it = m->dialled.begin(); it != m->dialled.end();) {
+            const auto open = m->open.find(it->first);
+            if (open != m->open.end() && open->second == it->second) {
+                ++it;
+                continue;
+            }
+            retrying.push_back(it->second); // still dialling with the old certificate
+            m->dialledSince.erase(it->first);
+            it = m->dialled.erase(it);
+        }
+        keep = m->lastPeers;
+        selfUnreachable = m->lastSelfUnreachable;
+    }
+    log::info("mesh", "renewed this node's certificate; " + std::to_string(retrying.size()) +
+                          " link(s) still connecting start again with it");
+    for (auto &link : retrying)
+        link->close("renewing the certificate");
+    try {
+        setPeers(keep, selfUnreachable); // dials those again
+    } catch (const Error &e) {
+        log::warning("mesh", std::string("after renewing the certificate: ") + e.what());
+    }
+}
+
 void PeerMesh::setBanned(std::set<std::string> nodeIds)
 {
     std::vector<PeerAddress> keep;
@@ -149,7 +182,10 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &given, bool selfUnreacha
         net::DialConfig dc;
         dc.host = hostPort.first;
         dc.port = hostPort.second;
-        dc.credentials = m->config.credentials;
+        {
+            std::lock_guard lock(m->mutex);
+            dc.credentials = m->config.credentials;
+        }
         dc.server.kind = net::PeerCheck::Kind::SwarmCa;
         dc.server.expectedNodeId = peer.nodeId;
         dc.link = m->config.link;

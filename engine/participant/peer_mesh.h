@@ -96,6 +96,10 @@ public:
     /// `selfUnreachable` this node's own verdict), keeps links to peers still listed and
     /// closes the rest. Throws rookery::Error for a malformed address.
     void setPeers(const std::vector<PeerAddress> &peers, bool selfUnreachable = false);
+    /// A renewed certificate: new links (accepted, dialled or relayed) present it, links
+    /// still trying to connect start again with it, and open links carry on. Throws
+    /// rookery::Error when the credentials are unusable.
+    void setCredentials(const net::TlsCredentials &credentials);
     /// The coordinator's ban list (quarantined node ids), whole: links to and from them
     /// close now and are refused from then on, even when an assignment still names them.
     void setBanned(std::set<std::string> nodeIds);

@@ -139,7 +139,10 @@ void PeerMesh::relayGranted(const net::RelayGrant &grant)
     }
     rc.token = grant.token;
     rc.accept = grant.accept;
-    rc.credentials = m->config.credentials;
+    {
+        std::lock_guard lock(m->mutex);
+        rc.credentials = m->config.credentials;
+    }
     rc.peer.kind = net::PeerCheck::Kind::SwarmCa;
     rc.peer.expectedNodeId = grant.peerId; // the relay cannot stand in for the peer
     rc.link = m->config.link;

@@ -6,11 +6,14 @@
 
 #include <QTemporaryDir>
 
+#include <set>
+
 #include "engine/common/error.h"
 #include "engine/common/wall_clock.h"
 #include "engine/coord/address_limits.h"
 #include "engine/coord/coordinator_metrics.h"
 #include "engine/coord/invite_book.h"
+#include "engine/net/certificate_authority.h"
 #include "engine/store/sqlite_db.h"
 #include "tests/engine/coord/coord_test_support.h"
 
@@ -281,6 +284,39 @@ private Q_SLOTS:
             std::lock_guard lock(n[2]->mutex);
             return n[2]->banLists.size() >= 3 && n[2]->banLists.back().nodeIds.size() == 2;
         }));
+    }
+
+    // A node renews its certificate (registers again, on a new link) when half of its
+    // life is left: with 4-second certificates, every 2 s or so, each one new and still
+    // valid, while the node stays online and keeps its assignment.
+    void aNodeRenewsItsCertificateBeforeItExpires()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.certificateLifetime = 4s;
+        coord::Coordinator c(s);
+        net::NetContext ctx(1);
+        test::TestNode n;
+        n.start(ctx, c.coordinatorAddress(), 50, 1u << 30);
+        QVERIFY(test::eventually([&] { return n.registrationCount() >= 1; }));
+        const auto start = std::chrono::steady_clock::now();
+        bool alwaysOnline = true;
+        while (n.registrationCount() < 4 && std::chrono::steady_clock::now() - start < 20s) {
+            alwaysOnline = alwaysOnline && c.counters().nodesOnline == 1;
+            QTest::qWait(50);
+        }
+        QVERIFY(n.registrationCount() >= 4);
+        QVERIFY(alwaysOnline);
+        const auto placed = c.assignments().at(n.identity.nodeId()).version;
+        std::lock_guard lock(n.mutex);
+        std::set<std::string> certificates;
+        for (const auto &r : n.registrations) {
+            certificates.insert(r.certificatePem);
+            if (&r != &n.registrations.front())
+                QCOMPARE(r.assignment.version, placed); // renewals are not re-planned
+        }
+        QCOMPARE(certificates.size(), n.registrations.size());
+        QVERIFY(net::certificateExpiry(n.registrations.back().certificatePem) > std::chrono::system_clock::now());
     }
 
     void theLimitsShowInTheMetrics()

@@ -331,6 +331,46 @@ private Q_SLOTS:
         QVERIFY(test::waitFor([&] { return a.mesh->isUp(bId) && b.mesh->isUp(aId); }, 15s));
     }
 
+    // Certificates expire (30 days; seconds here): an open link carries on past its
+    // certificates' end, a new link with expired ones fails, and once both meshes have
+    // renewed ones (setCredentials) the link comes back.
+    void renewedCertificatesKeepPeersLinking()
+    {
+        net::NetContext net;
+        const auto now = std::chrono::system_clock::now();
+        const auto shortLived = [&](const net::Identity &id) -> net::TlsCredentials {
+            return {m_ca.issue(id.publicKeyPem(), now - std::chrono::minutes(1), now + 3s), id.privateKeyPem(),
+                    m_ca.certificatePem()};
+        };
+        TestNode a(net, m_ca), b(net, m_ca);
+        a.mesh->setCredentials(shortLived(a.identity));
+        b.mesh->setCredentials(shortLived(b.identity));
+        const std::string aId = a.identity.nodeId(), bId = b.identity.nodeId();
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        QVERIFY(test::waitFor([&] { return a.mesh->isUp(bId) && b.mesh->isUp(aId); }, 10s));
+        std::this_thread::sleep_for(4s);                 // both certificates have expired
+        QVERIFY(a.mesh->isUp(bId) && b.mesh->isUp(aId)); // the open link carries on
+        // A new link, with the expired certificates, does not open.
+        a.mesh->setPeers({});
+        b.mesh->setPeers({});
+        QVERIFY(test::waitFor([&] { return !a.mesh->isUp(bId) && !b.mesh->isUp(aId); }, 10s));
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        std::this_thread::sleep_for(2s);
+        QVERIFY(!a.mesh->isUp(bId));
+        a.mesh->setPeers({});
+        b.mesh->setPeers({});
+        // Renewed (as nodes do at half their certificates' life), it does.
+        a.mesh->setCredentials(
+            {m_ca.issue(a.identity.publicKeyPem()), a.identity.privateKeyPem(), m_ca.certificatePem()});
+        b.mesh->setCredentials(
+            {m_ca.issue(b.identity.publicKeyPem()), b.identity.privateKeyPem(), m_ca.certificatePem()});
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        QVERIFY(test::waitFor([&] { return a.mesh->isUp(bId) && b.mesh->isUp(aId); }, 15s));
+    }
+
     void ringAveragesOverLinks()
     {
         net::NetContext net;
