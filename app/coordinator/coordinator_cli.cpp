@@ -35,7 +35,7 @@ void declareTimingOptions(CLI::App &p, Timing &t)
                         "the same, for every node after this coordinator restarts");
     cli::addWholeNumber(p, "--first-plan-delay-ms", t.firstPlanDelay, 0, 600'000, "MS",
                         "wait this long for more volunteers before the first plan");
-    cli::addWholeNumber(p, "--certificate-lifetime-s", t.certificateLifetime, 20, 365 * 86400, "S",
+    cli::addWholeNumber(p, "--certificate-lifetime-s", t.certificateLifetime, 5, 365 * 86400, "S",
                         "how long a node's certificate is valid (default 30 days); nodes renew at half of it");
 }
 

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     cli::addWholeNumber(p, "--grace", graceSeconds, 0, 3600, "S",
                         "how long a node away keeps its place (the coordinator's --rejoin-grace-ms; 0: its "
                         "default)");
-    cli::addWholeNumber(p, "--certificate-lifetime", certificateSeconds, 20, 365 * 86400, "S",
+    cli::addWholeNumber(p, "--certificate-lifetime", certificateSeconds, 5, 365 * 86400, "S",
                         "how long the nodes' certificates are valid (the coordinator's --certificate-lifetime-s; "
                         "default 30 days); nodes renew them at half of it");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
