@@ -154,6 +154,10 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     cli::addWholeNumber(p, "--straggler-check", stragglerSeconds, 0, 3600, "S",
                         "every S seconds, re-cut a cluster around a stage 1.5x slower than the others holding "
                         "its layers (0: never; experimental)");
+    int64_t claimSeconds = s.claimCheckInterval.count() / 1000;
+    cli::addWholeNumber(p, "--claim-check", claimSeconds, 0, 3600, "S",
+                        "every S seconds, compare each training stage's speed with what its volunteer's claimed "
+                        "compute predicts; one 1,000x slower, three checks running, is quarantined (0: never)");
     p.add_flag("--quiet", o.quiet, "log warnings and errors only");
     p.footer("Examples:\n"
              "  rookery-coordinator                                 MLP, SGD, ports 7400 and 7401\n"
@@ -174,6 +178,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     s.admission = open ? coord::Admission::Open : coord::Admission::InviteOnly;
     s.reachabilityTimeout = std::chrono::seconds(reachabilitySeconds);
     s.stragglerCheckInterval = std::chrono::seconds(stragglerSeconds);
+    s.claimCheckInterval = std::chrono::seconds(claimSeconds);
     s.relay = !noRelay;
     s.relayBytesPerSecondPerPair = uint64_t(relayMbit * 1e6 / 8);
     s.heartbeatInterval = ms(timing.heartbeat);

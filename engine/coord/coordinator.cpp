@@ -196,6 +196,7 @@ void Coordinator::Impl::work()
                 probe->tick(now);
             maybePlan(now);
             checkStragglers(now);
+            checkClaims(now);
             trimMemory(now);
             if (now >= nextMetrics) {
                 nextMetrics = now + settings.metricsInterval;

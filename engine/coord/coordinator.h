@@ -99,6 +99,10 @@ struct CoordinatorSettings
     /// on a loaded machine it also flagged stages that were not slow, and a re-cut that
     /// swaps stages can lose their weights (docs/architecture.md, "Stragglers").
     std::chrono::milliseconds stragglerCheckInterval{0};
+    /// How often each training stage's measured speed is compared with what its node's
+    /// claimed GFLOP/s predict (ClaimWatch): a node under 1/1000 of its claim, three
+    /// checks running, claimed compute it does not have and is quarantined. 0: never.
+    std::chrono::milliseconds claimCheckInterval{2'000};
 };
 
 /// Counters for logs, status and benchmarks.

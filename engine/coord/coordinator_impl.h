@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/coord/claim_watch.h"
 #include "engine/coord/coordinator.h"
 #include "engine/coord/coordinator_identity.h"
 #include "engine/coord/coordinator_store.h"
@@ -67,6 +68,8 @@ struct Coordinator::Impl
     void round(Clock::time_point now, std::map<std::string, Pending> events, bool republish, bool full);
     void publishPlacements();
     void checkStragglers(Clock::time_point now); ///< coordinator_stragglers.cpp
+    void checkClaims(Clock::time_point now);     ///< coordinator_stragglers.cpp
+    std::vector<StageSpeed> stageSpeeds() const; ///< placed, training stages: plan against measurement
     StatusDocument statusDocument(StatusView view);
     StatusInputs statusInputs();
 
@@ -103,6 +106,9 @@ struct Coordinator::Impl
     std::optional<Clock::time_point> trimAt; ///< when to return freed heap pages to the system
     StragglerWatch stragglers;
     Clock::time_point nextStragglerCheck;
+    ClaimWatch claims;
+    std::set<std::string> claimNoted; ///< nodes whose first measurement against their claim was logged
+    Clock::time_point nextClaimCheck;
 
     std::mutex inboxMutex;
     std::condition_variable inboxWake;

@@ -162,6 +162,10 @@ public:
     /// A reachability check's verdict; ignored when the node moved since it began.
     void setReachability(const std::string &nodeId, const std::string &address, bool reachable,
                          const std::string &note);
+    /// Quarantines a node for what the coordinator found itself (a capacity claim its
+    /// training belies), as if its peers had reported it: re-planned away, told why, its
+    /// key banned for the run. False for unknown nodes and those already quarantined.
+    bool quarantine(const std::string &nodeId, const std::string &why);
     /// Peer addresses of every node, by id.
     std::map<std::string, std::string> addresses() const;
     /// The nodes the reachability check could not dial.

@@ -37,6 +37,20 @@ void NodeRegistry::weighComplaints(const Record &reporter, Outbox &out)
     }
 }
 
+bool NodeRegistry::quarantine(const std::string &nodeId, const std::string &why)
+{
+    Outbox out;
+    {
+        std::lock_guard lock(m_mutex);
+        const auto it = m_nodes.find(nodeId);
+        if (it == m_nodes.end() || it->second->presence == Presence::Quarantined)
+            return false;
+        quarantine(*it->second, why, out);
+    }
+    out.flush();
+    return true;
+}
+
 void NodeRegistry::quarantine(Record &rec, const std::string &why, Outbox &out)
 {
     ++m_counters.quarantined;

@@ -17,6 +17,7 @@ struct StageSpeed
     std::string group;
     double predicted = 0; ///< samples/s the plan expects of its stage (compute only)
     double measured = 0;  ///< samples/s of the node's own time (NodeReport::ownSamplesPerSecond)
+    double flops = 0;     ///< the stage's work per microbatch, forward and backward (0: unknown)
 };
 
 /// A stage persistently slower than the plan predicted, and by how much.

@@ -10,10 +10,12 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
+#include "engine/device/offered_capacity.h"
 #include "engine/device/profile_service.h"
 #include "engine/net/host_port.h"
 #include "engine/net/nickname.h"
 #include "engine/net/tcp_listen.h"
+#include "engine/participant/testing_misbehaviour.h"
 
 namespace rookery::participant {
 namespace {
@@ -121,7 +123,7 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
                         std::move(train),
                         std::move(test),
                         std::move(checkpoints),
-                        device::toJson(profile.profile),
+                        claimedProfile(device::toJson(device::offeredProfile(profile.profile, s.governor))),
                         port,
                         advertisedAddress(s.bindAddress, s.publicAddress, port)};
 }

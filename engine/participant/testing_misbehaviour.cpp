@@ -7,6 +7,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/device/capability_profile.h"
 
 namespace rookery::participant {
 
@@ -29,9 +30,15 @@ const TestingMisbehaviour &testingMisbehaviour()
                 m.forgedFinished = true;
             else if (word == "forged-weights")
                 m.forgedWeights = true;
+            else if (word == "claim-capacity")
+                m.claimCapacity = true;
+            else if (word == "claim-slow")
+                m.claimSlow = true;
             else
-                throw Error("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
-                            "' (ring-poison, activation-scale, nan-gradients, forged-finished, forged-weights)");
+                throw Error(
+                    "ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
+                    "' (ring-poison, activation-scale, nan-gradients, forged-finished, forged-weights, claim-capacity, "
+                    "claim-slow)");
         }
         log::warning("swarm", std::string("ROOKERY_TESTING_MISBEHAVE=") + v +
                                   " (a testing option): this node sends poisoned values on purpose" +
@@ -39,10 +46,27 @@ const TestingMisbehaviour &testingMisbehaviour()
                                   (m.activationScale ? "; activations scaled by 1e6" : "") +
                                   (m.nanGradients ? "; NaN gradients" : "") +
                                   (m.forgedFinished ? "; forged 'finished' messages" : "") +
-                                  (m.forgedWeights ? "; NaN weights replies" : ""));
+                                  (m.forgedWeights ? "; NaN weights replies" : "") +
+                                  (m.claimCapacity ? "; a claim of 10^6 GFLOP/s" : "") +
+                                  (m.claimSlow ? "; a claim of a quarter of its GFLOP/s" : ""));
         return m;
     }();
     return chosen;
+}
+
+std::string claimedProfile(const std::string &profileJson)
+{
+    const auto &m = testingMisbehaviour();
+    if (!m.claimCapacity && !m.claimSlow)
+        return profileJson;
+    auto p = device::capabilityProfileFromJson(profileJson);
+    if (m.claimCapacity)
+        p.gflopsOneThread = p.gflopsAllThreads = 1e6;
+    else {
+        p.gflopsOneThread /= 4;
+        p.gflopsAllThreads /= 4;
+    }
+    return device::toJson(p);
 }
 
 } // namespace rookery::participant

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <string>
+
 namespace rookery::participant {
 
 /// How this node misbehaves on purpose, for tests of the others' defences: read once
@@ -11,7 +13,12 @@ namespace rookery::participant {
 ///  - nan-gradients: every gradient it sends is NaN;
 ///  - forged-finished: after every 40th activation or gradient it sends, a "finished"
 ///    (down the pipeline: long before the run's last step; up: never allowed);
-///  - forged-weights: every weights reply it sends holds NaN.
+///  - forged-weights: every weights reply it sends holds NaN;
+///  - claim-capacity: its profile claims 10^6 GFLOP/s (one thread and all), far more than
+///    it has;
+///  - claim-slow: its profile claims a quarter of the GFLOP/s it measured, so that the
+///    planner gives it the fewest layers (with equal volunteers: a later stage, one that
+///    answers weights requests).
 struct TestingMisbehaviour
 {
     bool ringPoison = false;
@@ -19,7 +26,13 @@ struct TestingMisbehaviour
     bool nanGradients = false;
     bool forgedFinished = false;
     bool forgedWeights = false;
+    bool claimCapacity = false;
+    bool claimSlow = false;
 };
+
+/// The profile JSON a node registers with: `profileJson` as measured, or its compute
+/// claim changed as claim-capacity or claim-slow say.
+std::string claimedProfile(const std::string &profileJson);
 
 /// Throws rookery::Error naming an unknown misbehaviour.
 const TestingMisbehaviour &testingMisbehaviour();

@@ -195,6 +195,61 @@ private Q_SLOTS:
         runWithAHostilePipelineNeighbour(QStringLiteral("forged-finished"), refusal);
     }
 
+    // A hostile later stage forges its weights: node 1 claims a quarter of its compute
+    // (so the planner gives it the last, smallest layers: a stage the root asks for its
+    // weights) and answers every weights request with NaN. The root's evaluation refuses
+    // the reply and blames node 1 (the peer it asked), the coordinator quarantines it
+    // after 3 refusals; the root's own weights never take the NaN, and both clusters
+    // still reach 85%.
+    void aForgedWeightsReplyIsRefusedAndItsSenderQuarantined()
+    {
+        static const QRegularExpression refusal(
+            QStringLiteral("\\[node (\\d)\\] warning swarm: stage \\d+: refused the weights of peer (\\w+) "));
+        runWithAHostilePipelineNeighbour(QStringLiteral("forged-weights,claim-slow"), refusal);
+    }
+
+    // A volunteer claims 10^6 GFLOP/s (node 1's profile), far more than any machine has:
+    // the planner believes it at first and gives it most of its cluster's layers. Its
+    // stage then trains at a tiny fraction of what that claim predicts; the
+    // coordinator's claim check (every 2 s; 3 checks running under 1/1,000 of the claim)
+    // quarantines it within 6 s of its stage's first measured speed, early in the run,
+    // re-plans without it, and both clusters still reach 85%.
+    void aCapacityClaimItsTrainingBeliesIsQuarantined()
+    {
+        QTemporaryDir dir;
+        SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
+        QVERIFY(run.start(dir.path(), false,
+                          {QStringLiteral("--testing-misbehave"), QStringLiteral("1"),
+                           QStringLiteral("--testing-misbehaviour"), QStringLiteral("claim-capacity")}));
+        QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
+                 qPrintable(run.output.right(3000)));
+        run.read();
+        QCOMPARE(run.process.exitCode(), 0);
+        const QString liar = poisonerOf(run);
+        QVERIFY2(!liar.isEmpty(), qPrintable(run.output.left(3000)));
+        static const QRegularExpression verdict(QStringLiteral(
+            "\\[coordinator\\] warning coord: quarantined node (\\w+) [^\\n]*it claimed compute it does not have: "
+            "its stage trains at \\d+ samples/s, 1/(\\d+) of the"));
+        const auto m = verdict.match(run.output);
+        QVERIFY2(m.hasMatch(), qPrintable(run.output.right(3000)));
+        QCOMPARE(m.captured(1), liar);
+        // No honest node is judged a liar.
+        QCOMPARE(run.output.count(QStringLiteral("[coordinator] warning coord: quarantined node")), 1);
+        // While the run was young: node 1 was stopped long before its last step, and
+        // before any cluster finished.
+        static const QRegularExpression stopped(QStringLiteral("\\[node 1\\] stopped at step (\\d+): quarantined"));
+        const auto s = stopped.match(run.output);
+        QVERIFY2(s.hasMatch(), qPrintable(run.output.right(3000)));
+        qInfo("node 1 (%s) quarantined at 1/%s of its claim; it stopped at step %s of %s", qPrintable(liar),
+              qPrintable(m.captured(2)), qPrintable(s.captured(1)), qPrintable(test::kSteps));
+        QVERIFY2(s.captured(1).toInt() < test::kSteps.toInt() * 3 / 4, qPrintable(s.captured(0)));
+        QVERIFY2(run.output.indexOf(QStringLiteral("done: cluster")) > m.capturedStart(), qPrintable(run.output));
+        checkQuarantinedAndClean(run, liar);
+        if (QTest::currentTestFailed())
+            return;
+        checkAccuracy(run);
+    }
+
     // Every node advertises an address nobody can dial, as if behind NAT without a
     // mapped port: the only way two stages can link is the coordinator's relay, with
     // their mutual TLS end to end inside it.
