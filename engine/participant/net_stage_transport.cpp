@@ -156,6 +156,27 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
             m_finishedAtStep = rootStep;
             m_forward.push_back(stop); // in band, after the forward messages
         } else if (!m_abort) {
+            // The previous neighbour speaks for the stages before this one, the next for
+            // those after it (its own, or one it passes on).
+            if ((peer == m_previous) != (int64_t(e->stage) < m_stage)) {
+                log::warning("pipeline", "stage " + std::to_string(m_stage) + ": ignored a stop of stage " +
+                                             std::to_string(e->stage) + " from peer " + peer.substr(0, 12) +
+                                             ": that stage is not on its side of this one");
+                return;
+            }
+            if (stop.kind == train::StopKind::Failed && ++m_neighbourFailures[e->stage] > kMaxNeighbourFailures) {
+                // Forged: acted on, these would stop the run without end. Counted against
+                // the sender; the run goes on.
+                if (m_complaints)
+                    m_complaints->refused(peer);
+                if (++m_unbelievedFailures <= 3 || m_unbelievedFailures % 100 == 0)
+                    log::warning("pipeline", "stage " + std::to_string(m_stage) + ": refused the 'failed' of peer " +
+                                                 peer.substr(0, 12) + ": stage " + std::to_string(e->stage) +
+                                                 " already failed " + std::to_string(kMaxNeighbourFailures) +
+                                                 " times, and a node gives up after that; the run goes on (" +
+                                                 std::to_string(m_unbelievedFailures) + " refused so far)");
+                return;
+            }
             // A neighbour's failure is not this node's: it stops the run here like a
             // cancel, and counts towards giving up only on the node that failed.
             if (stop.kind == train::StopKind::Failed)
@@ -231,6 +252,8 @@ bool NetStageTransport::sendForward(train::ForwardMessage message)
                                                       std::move(message.activations), std::move(message.labels)});
     if (sent && testingMisbehaviour().forgedFinished && ++m_forgedCount % 40 == 0)
         (void)m_mesh.send(m_next, net::StageError{uint32_t(m_stage), id, "finished"});
+    if (sent && testingMisbehaviour().forgedFailed && ++m_forgedCount % 40 == 0)
+        (void)m_mesh.send(m_next, net::StageError{uint32_t(m_stage), id, "failed: forged"});
     return sent;
 }
 
@@ -250,6 +273,8 @@ bool NetStageTransport::sendBackward(train::BackwardMessage message)
     const bool sent = sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient)});
     if (sent && testingMisbehaviour().forgedFinished && ++m_forgedCount % 40 == 0)
         (void)m_mesh.send(m_previous, net::StageError{uint32_t(m_stage), id, "finished"});
+    if (sent && testingMisbehaviour().forgedFailed && ++m_forgedCount % 40 == 0)
+        (void)m_mesh.send(m_previous, net::StageError{uint32_t(m_stage), id, "failed: forged"});
     return sent;
 }
 

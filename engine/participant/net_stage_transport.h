@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,7 +31,12 @@ class PeerComplaints;
 /// belongs to an older generation, so a pipeline restarted after a peer was lost never
 /// mixes old microbatches with new ones.
 ///
-/// A lost link to a neighbour aborts the run in progress (Cancelled).
+/// A lost link to a neighbour aborts the run in progress (Cancelled). A neighbour's stop
+/// ("cancelled" or "failed") counts only when the stage it names lies on the sender's
+/// side (the previous neighbour speaks for stages before this one, the next for those
+/// after it), and a stage's failures only up to kMaxNeighbourFailures per assignment:
+/// a node gives up after that many of its own, so more are forged. Those are refused,
+/// without stopping the run, and counted against the sender.
 ///
 /// Thread safety: the stage thread sends and receives; deliver(), linkChanged() and
 /// writable() are called on the network thread; abort() from anywhere.
@@ -79,6 +85,9 @@ public:
     /// than this many, or this many bytes, is refused like a poisoned tensor.
     static constexpr size_t kMaxQueued = 64;
     static constexpr size_t kMaxQueuedBytes = size_t(256) << 20;
+    /// The failures of one stage this stage acts on per assignment: a node gives up
+    /// after its 4th (SwarmNode), so a 5th is not an honest node's.
+    static constexpr int kMaxNeighbourFailures = 4;
 
 private:
     bool sendTo(const std::string &peer, const net::Message &message);
@@ -118,6 +127,8 @@ private:
     std::function<int64_t()> m_rootStep;
     int64_t m_finishedAtStep = 0; // the root's step in the "finished" this stage accepted
     int64_t m_unbelievedFinishes = 0;
+    std::map<uint32_t, int> m_neighbourFailures; // by the stage that failed
+    int64_t m_unbelievedFailures = 0;
 };
 
 } // namespace rookery::participant

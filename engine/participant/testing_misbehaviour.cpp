@@ -28,6 +28,8 @@ const TestingMisbehaviour &testingMisbehaviour()
                 m.nanGradients = true;
             else if (word == "forged-finished")
                 m.forgedFinished = true;
+            else if (word == "forged-failed")
+                m.forgedFailed = true;
             else if (word == "forged-weights")
                 m.forgedWeights = true;
             else if (word == "claim-capacity")
@@ -35,10 +37,10 @@ const TestingMisbehaviour &testingMisbehaviour()
             else if (word == "claim-slow")
                 m.claimSlow = true;
             else
-                throw Error(
-                    "ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
-                    "' (ring-poison, activation-scale, nan-gradients, forged-finished, forged-weights, claim-capacity, "
-                    "claim-slow)");
+                throw Error("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
+                            "' (ring-poison, activation-scale, nan-gradients, forged-finished, forged-failed, "
+                            "forged-weights, claim-capacity, "
+                            "claim-slow)");
         }
         log::warning("swarm", std::string("ROOKERY_TESTING_MISBEHAVE=") + v +
                                   " (a testing option): this node sends poisoned values on purpose" +
@@ -46,6 +48,7 @@ const TestingMisbehaviour &testingMisbehaviour()
                                   (m.activationScale ? "; activations scaled by 1e6" : "") +
                                   (m.nanGradients ? "; NaN gradients" : "") +
                                   (m.forgedFinished ? "; forged 'finished' messages" : "") +
+                                  (m.forgedFailed ? "; forged 'failed' messages" : "") +
                                   (m.forgedWeights ? "; NaN weights replies" : "") +
                                   (m.claimCapacity ? "; a claim of 10^6 GFLOP/s" : "") +
                                   (m.claimSlow ? "; a claim of a quarter of its GFLOP/s" : ""));

@@ -13,6 +13,8 @@ namespace rookery::participant {
 ///  - nan-gradients: every gradient it sends is NaN;
 ///  - forged-finished: after every 40th activation or gradient it sends, a "finished"
 ///    (down the pipeline: long before the run's last step; up: never allowed);
+///  - forged-failed: after every 40th activation or gradient it sends, a "failed" (its
+///    stage failed; it did not);
 ///  - forged-weights: every weights reply it sends holds NaN;
 ///  - claim-capacity: its profile claims 10^6 GFLOP/s (one thread and all), far more than
 ///    it has;
@@ -25,6 +27,7 @@ struct TestingMisbehaviour
     bool activationScale = false;
     bool nanGradients = false;
     bool forgedFinished = false;
+    bool forgedFailed = false;
     bool forgedWeights = false;
     bool claimCapacity = false;
     bool claimSlow = false;

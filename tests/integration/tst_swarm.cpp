@@ -195,6 +195,18 @@ private Q_SLOTS:
         runWithAHostilePipelineNeighbour(QStringLiteral("forged-finished"), refusal);
     }
 
+    // A hostile pipeline neighbour forges failures: node 1 sends a "failed" after every
+    // 40th activation or gradient it sends. Its neighbour acts on the first 4 (a node
+    // gives up after its 4th failure, so an honest one sends no more), restarting its
+    // run each time; it refuses the rest without stopping and reports them, and the
+    // coordinator quarantines node 1 after 3 reports; both clusters still reach 85%.
+    void aForgedFailureIsRefusedAndItsSenderQuarantined()
+    {
+        static const QRegularExpression refusal(
+            QStringLiteral("\\[node (\\d)\\] warning pipeline: stage \\d+: refused the 'failed' of peer (\\w+): "));
+        runWithAHostilePipelineNeighbour(QStringLiteral("forged-failed"), refusal);
+    }
+
     // A hostile later stage forges its weights: node 1 claims a quarter of its compute
     // (so the planner gives it the last, smallest layers: a stage the root asks for its
     // weights) and answers every weights request with NaN. The root's evaluation refuses

@@ -293,19 +293,57 @@ private Q_SLOTS:
         QVERIFY2(stop->reason.find("stage 0 failed: out of memory") != std::string::npos, stop->reason.c_str());
         QCOMPARE(complaintsAgainst(a.identity.nodeId()), int64_t(1));
 
+        // A node gives up after its 4th failure: up to 4 of stage 0 stop runs here, a
+        // 5th is forged. It is refused and counted, and the run goes on.
+        const auto noStopOf = [](participant::NetStageTransport &t) {
+            const auto deadline = std::chrono::steady_clock::now() + 500ms;
+            while (std::chrono::steady_clock::now() < deadline) {
+                if (auto m = t.poll())
+                    if (std::holds_alternative<train::StopMessage>(*m))
+                        return false;
+                std::this_thread::sleep_for(5ms);
+            }
+            return true;
+        };
+        uint64_t generation = 4;
+        for (int failure = 2; failure <= participant::NetStageTransport::kMaxNeighbourFailures; ++failure) {
+            restart();
+            ++generation;
+            QCOMPARE(int(a.mesh->send(b.identity.nodeId(), net::StageError{0, generation * generation1, "failed: x"})),
+                     int(net::SendResult::Queued));
+            stop = stopOf(*b.transport);
+            QVERIFY(stop);
+            QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
+        }
+        restart();
+        ++generation;
+        QCOMPARE(int(a.mesh->send(b.identity.nodeId(), net::StageError{0, generation * generation1, "failed: x"})),
+                 int(net::SendResult::Queued));
+        QVERIFY(test::waitFor([&] { return complaintsAgainst(a.identity.nodeId()) == 2; }, 10s));
+        QVERIFY(noStopOf(*b.transport));
+        // A stop must name a stage on the sender's side: the previous stage cannot speak
+        // for this one or those after it. Ignored, not counted (a re-plan that swaps two
+        // stages may briefly send one).
+        QCOMPARE(int(a.mesh->send(b.identity.nodeId(), net::StageError{1, generation * generation1, "cancelled: x"})),
+                 int(net::SendResult::Queued));
+        QVERIFY(noStopOf(*b.transport));
+        QCOMPARE(complaintsAgainst(a.identity.nodeId()), int64_t(2));
+
         // A flood: more microbatches than any window, none taken yet. The first
         // kMaxQueued wait; the next is refused.
         restart();
+        ++generation;
         const auto activations = tensorBufferFromBytes(DType::Float32, {1, 4}, std::vector<uint8_t>(16, 0));
         const auto labels = tensorBufferFromBytes(DType::Int64, {1}, std::vector<uint8_t>(8, 0));
         for (size_t i = 0; i <= participant::NetStageTransport::kMaxQueued; ++i)
             QVERIFY(test::waitFor(
                 [&] {
-                    return a.mesh->send(b.identity.nodeId(), net::Activations{5 * generation1 + i, 0, activations,
-                                                                              labels}) == net::SendResult::Queued;
+                    return a.mesh->send(b.identity.nodeId(),
+                                        net::Activations{generation * generation1 + i, 0, activations, labels}) ==
+                           net::SendResult::Queued;
                 },
                 5s));
-        QVERIFY(test::waitFor([&] { return complaintsAgainst(a.identity.nodeId()) == 2; }, 10s));
+        QVERIFY(test::waitFor([&] { return complaintsAgainst(a.identity.nodeId()) == 3; }, 10s));
         stop = stopOf(*b.transport);
         QVERIFY(stop);
         QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
