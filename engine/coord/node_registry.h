@@ -207,7 +207,7 @@ private:
                 Outbox &out);
     void lose(Record &record, Clock::time_point now, const std::string &why);
     /// A heartbeat's complaints about other nodes: quarantines those they condemn. Under m_mutex.
-    void weighComplaints(const Record &reporter, Outbox &out);
+    void weighComplaints(Record &reporter, Outbox &out);
     void quarantine(Record &record, const std::string &why, Outbox &out);
     /// The ban list as it goes on the wire: the newest ids within the list limit.
     net::Message banListMessage() const;

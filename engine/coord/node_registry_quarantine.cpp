@@ -3,6 +3,8 @@
 // re-planned away, told why, and their keys banned for the run.
 #include "engine/coord/node_registry.h"
 
+#include <utility>
+
 #include "engine/common/log.h"
 #include "engine/coord/node_registry_record.h"
 
@@ -10,7 +12,24 @@ namespace rookery::coord {
 
 using namespace registry_detail;
 
-void NodeRegistry::weighComplaints(const Record &reporter, Outbox &out)
+namespace {
+
+// Whom a node takes values from: its pipeline neighbours, the members of its rings and
+// the peer it takes its layers over from. Only they can have sent what it refused.
+bool takesValuesFrom(const Assignment &a, const std::string &id)
+{
+    if (a.previous.nodeId == id || a.next.nodeId == id || a.weightsFrom.nodeId == id)
+        return true;
+    for (const auto &ring : a.rings)
+        for (const auto &member : ring.members)
+            if (member.nodeId == id)
+                return true;
+    return false;
+}
+
+} // namespace
+
+void NodeRegistry::weighComplaints(Record &reporter, Outbox &out)
 {
     if (m_config.quarantineAfter <= 0)
         return;
@@ -21,6 +40,15 @@ void NodeRegistry::weighComplaints(const Record &reporter, Outbox &out)
         Record &accused = *it->second;
         if (accused.presence == Presence::Quarantined)
             continue;
+        // A node can only have refused values of a peer its assignment gives it: others
+        // it cannot accuse (a hostile reporter can frame its own neighbours at most).
+        if (!takesValuesFrom(reporter.assignment, accusedId)) {
+            if (!std::exchange(reporter.complainedOfStrangers, true))
+                log::warning(kArea, "ignored node " + shortId(reporter.nodeId) + "'s complaint about node " +
+                                        shortId(accusedId) +
+                                        ": its assignment takes no values from that node (said once per reporter)");
+            continue;
+        }
         auto &count = accused.complaintsAgainst[reporter.nodeId];
         if (refused <= count)
             continue; // counts only grow; an older or repeated report changes nothing

@@ -57,6 +57,8 @@ struct NodeRegistry::Record
     bool parked = false;
     /// Complaints about this node: reporter id -> values of it the reporter refused.
     std::map<std::string, int64_t> complaintsAgainst;
+    /// It complained about a node its assignment takes no values from (logged once).
+    bool complainedOfStrangers = false;
     /// Lost only because this coordinator restarted (restore()), until it registers again.
     bool lostWithCoordinator = false;
     NodeReport report;

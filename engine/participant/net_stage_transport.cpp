@@ -159,12 +159,18 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
             // The previous neighbour speaks for the stages before this one, the next for
             // those after it (its own, or one it passes on).
             if ((peer == m_previous) != (int64_t(e->stage) < m_stage)) {
-                log::warning("pipeline", "stage " + std::to_string(m_stage) + ": ignored a stop of stage " +
-                                             std::to_string(e->stage) + " from peer " + peer.substr(0, 12) +
-                                             ": that stage is not on its side of this one");
+                if (++m_ignoredStops <= 3 || m_ignoredStops % 100 == 0)
+                    log::warning("pipeline", "stage " + std::to_string(m_stage) + ": ignored a stop of stage " +
+                                                 std::to_string(e->stage) + " from peer " + peer.substr(0, 12) +
+                                                 ": that stage is not on its side of this one (" +
+                                                 std::to_string(m_ignoredStops) + " ignored so far)");
                 return;
             }
-            if (stop.kind == train::StopKind::Failed && ++m_neighbourFailures[e->stage] > kMaxNeighbourFailures) {
+            // Failures are counted per stage that failed, of at most kMaxFailingStages
+            // stages (a pipeline has far fewer): a stranger's numbers cannot grow the count.
+            const bool tracked = m_neighbourFailures.count(e->stage) || m_neighbourFailures.size() < kMaxFailingStages;
+            if (stop.kind == train::StopKind::Failed &&
+                (!tracked || ++m_neighbourFailures[e->stage] > kMaxNeighbourFailures)) {
                 // Forged: acted on, these would stop the run without end. Counted against
                 // the sender; the run goes on.
                 if (m_complaints)

@@ -88,6 +88,7 @@ public:
     /// The failures of one stage this stage acts on per assignment: a node gives up
     /// after its 4th (SwarmNode), so a 5th is not an honest node's.
     static constexpr int kMaxNeighbourFailures = 4;
+    static constexpr size_t kMaxFailingStages = 64;
 
 private:
     bool sendTo(const std::string &peer, const net::Message &message);
@@ -129,6 +130,7 @@ private:
     int64_t m_unbelievedFinishes = 0;
     std::map<uint32_t, int> m_neighbourFailures; // by the stage that failed
     int64_t m_unbelievedFailures = 0;
+    int64_t m_ignoredStops = 0;
 };
 
 } // namespace rookery::participant

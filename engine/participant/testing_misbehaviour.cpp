@@ -39,8 +39,7 @@ const TestingMisbehaviour &testingMisbehaviour()
             else
                 throw Error("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
                             "' (ring-poison, activation-scale, nan-gradients, forged-finished, forged-failed, "
-                            "forged-weights, claim-capacity, "
-                            "claim-slow)");
+                            "forged-weights, claim-capacity, claim-slow)");
         }
         log::warning("swarm", std::string("ROOKERY_TESTING_MISBEHAVE=") + v +
                                   " (a testing option): this node sends poisoned values on purpose" +

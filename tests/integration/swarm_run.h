@@ -94,6 +94,17 @@ struct SwarmRun
     }
 };
 
+/// Every cluster's final test accuracy reached 85%, and `clusters` finished.
+inline void checkAccuracy(const SwarmRun &run, size_t clusters = 2)
+{
+    const auto acc = run.finalAccuracies();
+    QVERIFY2(acc.size() == clusters, qPrintable(run.output.right(3000)));
+    for (double a : acc) {
+        qInfo("final test accuracy %.2f%%", a * 100);
+        QVERIFY2(a >= 0.85, qPrintable(run.output.right(3000)));
+    }
+}
+
 /// A node's status from its control API (the files in its data directory say where and
 /// with which token), or nothing while it cannot answer.
 inline std::optional<host::EngineSnapshot> nodeStatus(const std::filesystem::path &nodeDir)

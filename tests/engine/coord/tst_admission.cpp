@@ -228,6 +228,7 @@ private Q_SLOTS:
         QTemporaryDir dir;
         auto s = test::testSettings(dir.path().toStdString());
         s.reachabilityTimeout = 0ms;
+        s.clusterSize = 2; // pipeline neighbours, ring peers, and strangers
         auto c = std::make_unique<coord::Coordinator>(s);
         net::NetContext ctx(1);
         std::vector<std::unique_ptr<test::TestNode>> n;
@@ -241,10 +242,52 @@ private Q_SLOTS:
             r.complaints[n[size_t(about)]->identity.nodeId()] = refused;
             n[size_t(who)]->client->report(r);
         };
-        complain(0, 1, 1);
+        const auto indexOf = [&](const std::string &id) {
+            for (size_t i = 0; i < n.size(); ++i)
+                if (n[i]->identity.nodeId() == id)
+                    return int(i);
+            return -1;
+        };
+        // Who takes values from whom in the plan: pipeline neighbours and ring members.
+        const auto sources = [&](int who) {
+            std::set<int> out;
+            const auto a = c->assignments().at(n[size_t(who)]->identity.nodeId());
+            for (const auto *p : {&a.previous, &a.next})
+                if (!p->empty())
+                    out.insert(indexOf(p->nodeId));
+            for (const auto &ring : a.rings)
+                for (const auto &m : ring.members)
+                    out.insert(indexOf(m.nodeId));
+            out.erase(who);
+            return out;
+        };
+        QVERIFY(test::eventually([&] {
+            for (const auto &[id, a] : c->assignments())
+                if (a.state != coord::AssignmentState::Training)
+                    return false;
+            return true;
+        }));
+        // Node 1's pipeline neighbour, a ring peer of it, and a stranger (2 clusters of 2
+        // equal nodes: the same cut, one ring peer each).
+        int neighbour = -1, ringPeer = -1, stranger = -1;
+        {
+            const auto a = c->assignments().at(n[1]->identity.nodeId());
+            neighbour = indexOf(a.previous.empty() ? a.next.nodeId : a.previous.nodeId);
+            const auto from1 = sources(1);
+            for (int i : {0, 2, 3})
+                if (i != neighbour)
+                    (from1.count(i) ? ringPeer : stranger) = i;
+        }
+        QVERIFY(neighbour >= 0 && ringPeer >= 0 && stranger >= 0);
+        QVERIFY(sources(neighbour).count(1) && sources(ringPeer).count(1) && !sources(stranger).count(1));
+        // A node's complaints about a node it takes no values from count for nothing.
+        complain(stranger, 1, 5);
+        std::this_thread::sleep_for(500ms);
+        QCOMPARE(c->counters().quarantined, uint64_t(0));
+        complain(neighbour, 1, 1);
         std::this_thread::sleep_for(500ms); // several heartbeats: one reporter, one refusal
         QCOMPARE(c->counters().quarantined, uint64_t(0));
-        complain(2, 1, 1); // a second reporter
+        complain(ringPeer, 1, 1); // a second reporter
         QVERIFY(test::eventually([&] { return c->counters().quarantined == 1; }));
         QVERIFY(test::eventually([&] { return contains(n[1]->lastError(), "quarantined for the run"); }));
         QVERIFY2(contains(n[1]->lastError(), "2 peers refused its values"), n[1]->lastError().c_str());
@@ -254,15 +297,29 @@ private Q_SLOTS:
             QVERIFY(test::eventually([&] { return n[size_t(i)]->banned() == firstBan; }));
         QVERIFY(n[1]->banned().empty()); // the banned node itself is told by its refusal
 
-        complain(3, 0, 2);
+        // Re-planned without node 1: one reporter, 3 refusals, about a node it takes
+        // values from.
+        int accused = -1, reporter = -1;
+        QVERIFY(test::eventually([&] {
+            for (int i : {0, 2, 3})
+                for (int j : sources(i))
+                    if (j != 1 && j >= 0) {
+                        reporter = i;
+                        accused = j;
+                        return true;
+                    }
+            return false;
+        }));
+        complain(reporter, accused, 2);
         std::this_thread::sleep_for(500ms);
         QCOMPARE(c->counters().quarantined, uint64_t(1));
-        complain(3, 0, 3); // one reporter, 3 refusals
+        complain(reporter, accused, 3);
         QVERIFY(test::eventually([&] { return c->counters().quarantined == 2; }));
-        QVERIFY(test::eventually([&] { return contains(n[0]->lastError(), "3 times"); }));
-        const std::vector<std::string> bothBanned{n[1]->identity.nodeId(), n[0]->identity.nodeId()};
-        for (int i : {2, 3})
-            QVERIFY(test::eventually([&] { return n[size_t(i)]->banned() == bothBanned; }));
+        QVERIFY(test::eventually([&] { return contains(n[size_t(accused)]->lastError(), "3 times"); }));
+        const std::vector<std::string> bothBanned{n[1]->identity.nodeId(), n[size_t(accused)]->identity.nodeId()};
+        for (int i : {0, 2, 3})
+            if (i != accused)
+                QVERIFY(test::eventually([&] { return n[size_t(i)]->banned() == bothBanned; }));
         QVERIFY(contains(c->statusJson(), "\"quarantined\""));
 
         // A new key from the quarantined nodes' address is refused.
@@ -278,11 +335,12 @@ private Q_SLOTS:
         returning.identity = n[1]->identity;
         returning.start(ctx, again.coordinatorAddress(), 50, 1u << 30);
         QVERIFY(test::eventually([&] { return contains(returning.lastError(), "quarantined for the run"); }));
-        QVERIFY(test::eventually([&] { return n[2]->registrationCount() >= 2; })); // the honest come back
+        const size_t honest = accused == 2 ? 3 : 2;
+        QVERIFY(test::eventually([&] { return n[honest]->registrationCount() >= 2; })); // the honest come back
         // ...and hear the ban list (restored from the database) again as they register.
         QVERIFY(test::eventually([&] {
-            std::lock_guard lock(n[2]->mutex);
-            return n[2]->banLists.size() >= 3 && n[2]->banLists.back().nodeIds.size() == 2;
+            std::lock_guard lock(n[honest]->mutex);
+            return n[honest]->banLists.size() >= 3 && n[honest]->banLists.back().nodeIds.size() == 2;
         }));
     }
 
