@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // bench_swarm: the MLP on Fashion-MNIST trained (a) by one process, (b) by a 2-stage
-// pipeline of two node processes over TLS on loopback, (c) by a 2x2 swarm (two clusters
-// of two stages, averaging over rings), all in this one run. Reports samples/s, the
-// samples each needed to reach 85% test accuracy, and the bytes on the wire per sample
-// against the raw size of the tensors that must cross.
+// pipeline of two node processes over TLS on loopback, (b') by the same 2-stage pipeline
+// (same cut, batch, optimizer, one torch and one BLAS thread per stage) inside this
+// process, (c) by a 2x2 swarm (two clusters of two stages, averaging over rings), all in
+// this one run. Reports samples/s, the samples each needed to reach 85% test accuracy,
+// the bytes on the wire per sample against the raw size of the tensors that must
+// cross, and ratio_net_vs_inproc: (b) without its periodic tests over (b').
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,7 @@
 #include "engine/device/compute_threads.h"
 #include "engine/launcher/swarm_launcher.h"
 #include "engine/model/model_zoo.h"
+#include "engine/train/pipeline.h"
 #include "engine/train/trainer.h"
 
 using namespace rookery;
@@ -179,6 +182,24 @@ Outcome swarmRun(int nodes, int clusterSize, int64_t steps, int64_t evalEvery, c
     return o;
 }
 
+// The in-process asynchronous pipeline over `cuts` (one thread per stage, torch 1 x
+// BLAS 1 each, as a node with --max-cores 1 runs), after a warm-up.
+train::PipelineReport inProcessPipeline(const std::shared_ptr<const data::ImageDataset> &train,
+                                        const std::vector<size_t> &cuts, int64_t steps)
+{
+    train::PipelineConfig c;
+    c.model = model::mlpSpec();
+    c.cuts = cuts;
+    c.optimizer.learningRate = kLr;
+    c.optimizer.momentum = kMomentum;
+    c.microbatchSize = kBatch;
+    c.mode = train::PipelineMode::Asynchronous;
+    c.threads = {1, 1};
+    train::Pipeline p(c, train);
+    p.run(30); // allocations, caches, the snapshot pool
+    return p.run(steps);
+}
+
 void print(const char *what, const Outcome &o)
 {
     std::printf("  %-34s %8s samples/s  to 85%%: %9s samples  final %.2f%%", what,
@@ -229,6 +250,27 @@ int main(int argc, char **argv)
         const auto work = std::filesystem::temp_directory_path() / ("rookery-bench-swarm-" + std::to_string(getpid()));
         const auto pipeline = swarmRun(2, 2, steps, evalEvery, work / "pipeline");
         print("(b) 2-stage pipeline, 2 x 1 core", pipeline);
+        std::vector<size_t> cuts;
+        for (size_t at = 0; at < pipeline.cuts.size();) {
+            const size_t comma = std::min(pipeline.cuts.find(',', at), pipeline.cuts.size());
+            cuts.push_back(size_t(std::stoll(pipeline.cuts.substr(at, comma - at))));
+            at = comma + 1;
+        }
+        if (cuts.size() != 1)
+            throw Error("the 2-node pipeline reported cuts '" + pipeline.cuts + "', not one cut");
+        // Like for like: the root of (b) tests its pipeline's model every evalEvery steps
+        // on a thread of its own, on the same cores; (b') does not. So (b) again without
+        // it (the final test only), then (b') in this process.
+        const auto untested = swarmRun(2, 2, steps, 0, work / "pipeline-untested");
+        print("(b) again, no periodic tests", untested);
+        device::applyThreadConfig({1, 1});
+        const auto inProcess = inProcessPipeline(train, cuts, steps);
+        device::applyThreadConfig(config);
+        const double netVsInProcess = untested.samplesPerSecond / inProcess.samplesPerSecond;
+        std::printf("  %-34s %8s samples/s  (stages busy %.0f%% and %.0f%%); (b) untested / (b') = %.2f\n",
+                    "(b') the same pipeline in-process", format::count(int64_t(inProcess.samplesPerSecond)).c_str(),
+                    100 * inProcess.stages[0].busySeconds / inProcess.seconds,
+                    100 * inProcess.stages[1].busySeconds / inProcess.seconds, netVsInProcess);
         const auto swarm = swarmRun(4, 2, steps, evalEvery, work / "swarm");
         print("(c) 2x2 swarm, 4 x 1 core", swarm);
         std::filesystem::remove_all(work);
@@ -236,6 +278,9 @@ int main(int argc, char **argv)
         report.add("single_threads", config.describe());
         record(report, "single", single);
         record(report, "pipeline", pipeline);
+        report.add("pipeline_untested_samples_per_s", untested.samplesPerSecond);
+        report.add("inproc_pipeline_samples_per_s", inProcess.samplesPerSecond);
+        report.add("ratio_net_vs_inproc", netVsInProcess);
         record(report, "swarm", swarm);
         report.add("cores", double(cores));
         report.setResult(single.samplesPerSecond, swarm.samplesPerSecond, "samples/s");
