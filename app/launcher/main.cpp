@@ -33,6 +33,7 @@ int main(int argc, char **argv)
     int cpuPercent = 100;
     int64_t graceSeconds = 0;
     int64_t certificateSeconds = 0;
+    int64_t checkpointSeconds = -1;
     int poisoner = 0;
     std::string misbehaviour = "ring-poison";
     bool fresh = false, quiet = false, throughRelay = false, overlap = false, stragglers = false;
@@ -63,6 +64,10 @@ int main(int argc, char **argv)
     cli::addWholeNumber(p, "--certificate-lifetime", certificateSeconds, 5, 365 * 86400, "S",
                         "how long the nodes' certificates are valid (the coordinator's --certificate-lifetime-s; "
                         "default 30 days); nodes renew them at half of it");
+    cli::addWholeNumber(p, "--checkpoint-seconds", checkpointSeconds, 0, 86400, "S",
+                        "nodes checkpoint at most every S seconds (their --checkpoint-seconds; default 20; 0: "
+                        "every 50 steps)")
+        ->default_str("");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
     p.add_flag("--straggler-check", stragglers,
                "the coordinator re-cuts a cluster around a stage much slower than its peers (its "
@@ -111,6 +116,8 @@ int main(int argc, char **argv)
                          "--seed",
                          std::to_string(seed)};
     s.nodeArgs = {"--max-cores", std::to_string(cores), "--cpu-percent", std::to_string(cpuPercent)};
+    if (checkpointSeconds >= 0)
+        s.nodeArgs.insert(s.nodeArgs.end(), {"--checkpoint-seconds", std::to_string(checkpointSeconds)});
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
     if (stragglers)

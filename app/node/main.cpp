@@ -163,6 +163,8 @@ host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
     s.swarm.port = uint16_t(o.port);
     if (o.local.checkpointEvery >= 0)
         s.swarm.checkpointEvery = o.local.checkpointEvery;
+    if (o.checkpointSeconds >= 0)
+        s.swarm.checkpointInterval = std::chrono::seconds(o.checkpointSeconds);
     if (o.local.evalEvery >= 0)
         s.swarm.evaluateEvery = o.local.evalEvery;
     s.swarm.keepCheckpoints = o.local.keepCheckpoints;

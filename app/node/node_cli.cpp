@@ -43,6 +43,10 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
     cli::addNumber(p, "--relay-mbit", o.relayMbit, 0, 100000, "MBIT",
                    "swarm: with --serve-relay, cap each relayed pair to this many Mbit/s each way (0: no cap)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
+    cli::addWholeNumber(p, "--checkpoint-seconds", o.checkpointSeconds, 0, 86400, "S",
+                        "swarm: checkpoint at most every S seconds (and every --checkpoint-every steps); a crash "
+                        "loses at most that much training (default 20; 0: every --checkpoint-every steps)")
+        ->default_str("");
     cli::addWholeNumber(p, "--status-port", o.statusPort, 0, 65535, "N",
                         "swarm: the coordinator's status API, for the peer graph (0: its port + 1)");
     p.add_option("--data-dir", o.dataDir, "where the database and identity live")->type_name("DIR");
@@ -107,8 +111,9 @@ void checkCombinations(const CLI::App &p, const NodeOptions &o)
     if (p.count("--relay-mbit") && !p.count("--serve-relay"))
         throw Error("--relay-mbit goes with --serve-relay");
     if (o.join.empty())
-        for (const char *swarmOnly : {"--name", "--bind", "--public-address", "--no-port-mapping", "--port",
-                                      "--serve-relay", "--relay-mbit", "--stay", "--status-port"})
+        for (const char *swarmOnly :
+             {"--name", "--bind", "--public-address", "--no-port-mapping", "--port", "--serve-relay", "--relay-mbit",
+              "--stay", "--status-port", "--checkpoint-seconds"})
             if (p.count(swarmOnly))
                 throw Error(std::string(swarmOnly) + " goes with --join");
 }

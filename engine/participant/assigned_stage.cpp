@@ -120,6 +120,7 @@ struct AssignedStage::Impl
     mutable std::mutex mutex; // guards the fields below
     Phase phase = Phase::Waiting;
     int failures = 0; // runs that ended in failure
+    Clock::time_point lastCheckpoint{};
     std::string lastStop;
     StageProgress progress;
 
@@ -523,8 +524,11 @@ void AssignedStage::Impl::onUpdate(int64_t version)
         }
         publishSnapshot(version);
     }
-    if (config.checkpointEvery > 0 && version % config.checkpointEvery == 0)
+    if (config.checkpointEvery > 0 && version % config.checkpointEvery == 0 &&
+        Clock::now() - lastCheckpoint >= config.checkpointInterval) {
+        lastCheckpoint = Clock::now();
         writer->submit(runtime->state());
+    }
     if (root() && config.evaluateEvery > 0 && version % config.evaluateEvery == 0 && version < run.totalSteps)
         evaluation->schedule(runtime->version());
     noteProgress(version, false);

@@ -38,8 +38,9 @@ struct AssignedStageConfig
     device::ThreadConfig threads{1, 1};
     store::CheckpointStore *checkpoints = nullptr;
     int keepCheckpoints = 3;
-    int64_t checkpointEvery = 50; ///< optimizer steps
-    int64_t evaluateEvery = 100;  ///< optimizer steps; the root evaluates its pipeline's model
+    int64_t checkpointEvery = 50;               ///< optimizer steps
+    std::chrono::seconds checkpointInterval{0}; ///< ... and at least this long apart (0: no floor)
+    int64_t evaluateEvery = 100;                ///< optimizer steps; the root evaluates its pipeline's model
     std::chrono::milliseconds ringTimeout{20'000};
     /// The root's cap on microbatches in flight: its window grows to cover the measured
     /// round trip up to this; at least stages + 1. Staleness grows with it, and accuracy

@@ -135,6 +135,7 @@ void NodeRun::startStage(const coord::Assignment &a)
     sc.checkpoints = m_prepared.checkpoints.get();
     sc.keepCheckpoints = s.keepCheckpoints;
     sc.checkpointEvery = s.checkpointEvery;
+    sc.checkpointInterval = s.checkpointInterval;
     sc.evaluateEvery = s.evaluateEvery;
     sc.complaints = m_complaints;
     SwarmNode::Impl &d = m_node;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -40,6 +41,10 @@ struct SwarmNodeSettings
     uint64_t relayBytesPerSecondPerPair = 0; ///< each direction; 0: no cap
     device::GovernorSettings governor;
     int64_t checkpointEvery = 50; ///< optimizer steps
+    /// ... and at least this long apart (0: every checkpointEvery steps): a crash loses at
+    /// most this much training (BOINC checkpoints at most every 60 s by default). Every
+    /// 50 steps cost a fast 2-stage pipeline a fifth of its speed (bench_swarm).
+    std::chrono::seconds checkpointInterval{20};
     int keepCheckpoints = 3;
     int64_t evaluateEvery = 200; ///< optimizer steps (roots only)
     bool exitWhenDone = true;    ///< leave the swarm once the run is complete

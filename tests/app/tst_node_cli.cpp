@@ -121,12 +121,21 @@ private Q_SLOTS:
         QVERIFY(o.stay);
         QCOMPARE(o.local.checkpointEvery, int64_t(-1));
         QCOMPARE(o.local.evalEvery, int64_t(-1));
+        QCOMPARE(o.checkpointSeconds, -1);
 
         NodeOptions given;
-        r = parse({"--join", "wss://h:1/#sha256=ab", "--checkpoint-every", "10", "--eval-every", "0"}, &given);
+        r = parse({"--join", "wss://h:1/#sha256=ab", "--checkpoint-every", "10", "--eval-every", "0",
+                   "--checkpoint-seconds", "0"},
+                  &given);
         QVERIFY2(r.run, r.error.c_str());
         QCOMPARE(given.local.checkpointEvery, int64_t(10));
         QCOMPARE(given.local.evalEvery, int64_t(0));
+        QCOMPARE(given.checkpointSeconds, 0);
+        // A swarm setting: not without --join.
+        NodeOptions local;
+        r = parse({"--checkpoint-seconds", "5"}, &local);
+        QVERIFY(!r.run);
+        QVERIFY2(r.error.find("--checkpoint-seconds goes with --join") != std::string::npos, r.error.c_str());
     }
 
     void helpAndVersionPrintAndStop_data()
@@ -198,7 +207,8 @@ private Q_SLOTS:
         QTest::newRow("--relay-mbit alone")
             << QStringList{"--join", "wss://h:1/#sha256=" + QString(64, 'a'), "--relay-mbit", "10"}
             << "--relay-mbit goes with --serve-relay";
-        QTest::newRow("relay port 0") << QStringList{"--serve-relay", "0"} << "--serve-relay: 0 is out of range (1 to 65535)";
+        QTest::newRow("relay port 0") << QStringList{"--serve-relay", "0"}
+                                      << "--serve-relay: 0 is out of range (1 to 65535)";
         QTest::newRow("json alone") << QStringList{"--json"} << "--json and --remeasure go with --profile";
         QTest::newRow("remeasure alone") << QStringList{"--remeasure"} << "--json and --remeasure go with --profile";
         QTest::newRow("profile, no control")

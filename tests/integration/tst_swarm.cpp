@@ -87,14 +87,16 @@ private Q_SLOTS:
     // renewed its certificate twice (at half of what is left: about 3 s, then 6 s after
     // it registered), so the one each started with has expired.
     // The restarted node 3 links to its neighbours again, which works only because they
-    // present their renewed certificates.
+    // present their renewed certificates. Nodes checkpoint every 50 steps here
+    // (--checkpoint-seconds 0; by default at most every 20 s), so it resumes close to
+    // where it was killed.
     void killedNodeResumesFromItsCheckpoint()
     {
         QTemporaryDir dir;
         SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
         QVERIFY(run.start(dir.path(), false,
                           {QStringLiteral("--certificate-lifetime"), QStringLiteral("6"), QStringLiteral("--steps"),
-                           QStringLiteral("2400")}));
+                           QStringLiteral("2400"), QStringLiteral("--checkpoint-seconds"), QStringLiteral("0")}));
         // Node 3, once it has trained past a checkpoint (every 50 steps).
         static const QRegularExpression pidLine(QStringLiteral("\\[node 3\\] started, pid (\\d+)"));
         QVERIFY2(run.waitFor([&] { return pidLine.match(run.output).hasMatch(); }, 60s), qPrintable(run.output));
