@@ -106,7 +106,9 @@ class TestSwarmTrust : public QObject
         if (QTest::currentTestFailed())
             return;
         qInfo("%d refusals logged, every one of node 1's (%s, %s)", refusals, qPrintable(culprit), qPrintable(kinds));
-        QVERIFY2(refusals >= 1, qPrintable(run.output.right(3000)));
+        // Quarantined soon: 3 refusals reported condemn it; a few more may come before the
+        // heartbeat that carries them, or its next stage's run stops.
+        QVERIFY2(refusals >= 1 && refusals <= 8, qPrintable(run.output.right(3000)));
         checkQuarantinedAndClean(run, culprit, dir.path());
         if (QTest::currentTestFailed())
             return;
