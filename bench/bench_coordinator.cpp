@@ -567,6 +567,7 @@ int main(int argc, char **argv)
     Child child = startCoordinator(dataDir / "coord", nodes);
     std::printf("coordinator pid %d at %s\n", int(child.pid), child.address.c_str());
     const auto address = net::CoordinatorAddress::parse(child.address);
+    int lostRegistrations = 0;
     {
         net::NetContext ctx(1);
         // Baseline: one node alone.
@@ -627,6 +628,7 @@ int main(int argc, char **argv)
             close(p.out);
         }
         const int lost = nodes - registered;
+        lostRegistrations = lost;
         const double cpuSteady = steadyEnd.cpuSeconds - steadyStart.cpuSeconds;
         const double rssKiBPerNode = (steadyEnd.rssMiB - before.rssMiB) * 1024 / nodes;
         const Measured m{percentile(roundTrips, 0.5), percentile(roundTrips, 0.99),
@@ -699,5 +701,12 @@ int main(int argc, char **argv)
         report.add("planner_" + std::to_string(n) + "_ms", t);
     }
     report.finish(opts.jsonPath);
+    // What must hold whatever the machine's speed (CI runs --quick): every node
+    // registered, and the coordinator stopped cleanly both times.
+    if (lostRegistrations > 0 || exitCode != 0) {
+        std::fprintf(stderr, "bench_coordinator: %d registrations lost, coordinator exit status %d\n",
+                     lostRegistrations, exitCode);
+        return 1;
+    }
     return 0;
 }
