@@ -14,6 +14,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -206,7 +207,7 @@ private Q_SLOTS:
     }
 
     // A volunteer's computer goes to sleep (SIGSTOP: silent, heartbeats and all) for
-    // longer than the grace (20 s here). Lost after the heartbeat timeout, its cluster
+    // longer than the grace (20 s here): one whose partner holds trainable layers. Lost after the heartbeat timeout, its cluster
     // leaves the rings; once the grace is over it is gone and its cluster is re-planned
     // around it, its partner keeping the layers it trained; the run completes at 85% or
     // more without it.
@@ -218,23 +219,45 @@ private Q_SLOTS:
         QVERIFY(run.start(dir.path(), false,
                           {QStringLiteral("--steps"), QStringLiteral("2400"), QStringLiteral("--cpu-percent"),
                            QStringLiteral("25"), QStringLiteral("--grace"), QStringLiteral("20")}));
-        static const QRegularExpression pidLine(QStringLiteral("\\[node 1\\] started, pid (\\d+)"));
-        QVERIFY2(run.waitFor([&] { return pidLine.match(run.output).hasMatch(); }, 60s), qPrintable(run.output));
+        // The sleeper: a node whose cluster partner holds layers with parameters (it
+        // averages over rings, and keeps what it trained). A planner that gives one
+        // stage only a parameter-free layer (Flatten, for a much slower partner) leaves
+        // that stage no rings.
+        static const QRegularExpression placed(
+            QStringLiteral("\\[node (\\d)\\] assignment: training: cluster (\\d+)/\\d+, stage \\d+/\\d+, layers "
+                           "\\[\\d+,\\d+\\), (\\d+) rings?"));
+        int sleeper = 0, partner = 0;
+        QVERIFY2(
+            run.waitFor(
+                [&] {
+                    std::map<int, std::pair<int, int>> seat; // node -> (cluster, rings), as first placed
+                    for (auto it = placed.globalMatch(run.output); it.hasNext();) {
+                        const auto m = it.next();
+                        seat.emplace(m.captured(1).toInt(), std::pair{m.captured(2).toInt(), m.captured(3).toInt()});
+                    }
+                    if (seat.size() < 4)
+                        return false;
+                    for (const auto &[a, as] : seat)
+                        for (const auto &[b, bs] : seat)
+                            if (a != b && as.first == bs.first && bs.second > 0 && !sleeper) {
+                                sleeper = a;
+                                partner = b;
+                            }
+                    return sleeper != 0;
+                },
+                4min),
+            qPrintable(run.output.right(3000)));
+        const QRegularExpression pidLine(QStringLiteral("\\[node %1\\] started, pid (\\d+)").arg(sleeper));
+        QVERIFY2(pidLine.match(run.output).hasMatch(), qPrintable(run.output));
         const pid_t pid = pid_t(pidLine.match(run.output).captured(1).toInt());
-        int partner = 0;
         QVERIFY2(run.waitFor(
                      [&] {
-                         const auto mine = test::nodeStatus(work / "node-1");
-                         if (!mine || mine->assignment.cluster < 0 || mine->training.step < 100)
-                             return false;
-                         for (int i = 2; i <= 4; ++i)
-                             if (const auto s = test::nodeStatus(work / ("node-" + std::to_string(i)));
-                                 s && s->assignment.cluster == mine->assignment.cluster)
-                                 partner = i;
-                         return partner != 0;
+                         const auto mine = test::nodeStatus(work / ("node-" + std::to_string(sleeper)));
+                         return mine && mine->training.step >= 100;
                      },
                      4min),
                  qPrintable(run.output.right(3000)));
+        qInfo("node %d sleeps; its partner is node %d", sleeper, partner);
 
         const qsizetype asleepAt = run.output.size();
         QCOMPARE(::kill(pid, SIGSTOP), 0);

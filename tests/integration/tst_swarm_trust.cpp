@@ -208,15 +208,19 @@ private Q_SLOTS:
     // the planner believes it at first and gives it most of its cluster's layers. Its
     // stage then trains at a tiny fraction of what that claim predicts; the
     // coordinator's claim check (every 2 s; 3 checks running under 1/1,000 of the claim)
-    // quarantines it within 6 s of its stage's first measured speed, early in the run,
-    // re-plans without it, and both clusters still reach 85%.
+    // quarantines it within 6 s of its stage's first measured speed, in the first half of
+    // the run, re-plans without it, and both clusters still reach 85%.
     void aCapacityClaimItsTrainingBeliesIsQuarantined()
     {
+        // Twice the usual steps: the check needs seconds, and a fast machine trains the
+        // usual 1,200 in less than 20.
+        const QString kSteps = QStringLiteral("2400");
         QTemporaryDir dir;
         SwarmRun run(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".log"));
         QVERIFY(run.start(dir.path(), false,
                           {QStringLiteral("--testing-misbehave"), QStringLiteral("1"),
-                           QStringLiteral("--testing-misbehaviour"), QStringLiteral("claim-capacity")}));
+                           QStringLiteral("--testing-misbehaviour"), QStringLiteral("claim-capacity"),
+                           QStringLiteral("--steps"), kSteps}));
         QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 8min),
                  qPrintable(run.output.right(3000)));
         run.read();
@@ -237,8 +241,8 @@ private Q_SLOTS:
         const auto s = stopped.match(run.output);
         QVERIFY2(s.hasMatch(), qPrintable(run.output.right(3000)));
         qInfo("node 1 (%s) quarantined at 1/%s of its claim; it stopped at step %s of %s", qPrintable(liar),
-              qPrintable(m.captured(2)), qPrintable(s.captured(1)), qPrintable(test::kSteps));
-        QVERIFY2(s.captured(1).toInt() < test::kSteps.toInt() * 3 / 4, qPrintable(s.captured(0)));
+              qPrintable(m.captured(2)), qPrintable(s.captured(1)), qPrintable(kSteps));
+        QVERIFY2(s.captured(1).toInt() < kSteps.toInt() / 2, qPrintable(s.captured(0)));
         QVERIFY2(run.output.indexOf(QStringLiteral("done: cluster")) > m.capturedStart(), qPrintable(run.output));
         checkQuarantinedAndClean(run, liar, dir.path());
         if (QTest::currentTestFailed())
