@@ -120,7 +120,6 @@ struct AssignedStage::Impl
     mutable std::mutex mutex; // guards the fields below
     Phase phase = Phase::Waiting;
     int failures = 0; // runs that ended in failure
-    Clock::time_point lastCheckpoint{};
     std::string lastStop;
     StageProgress progress;
 
@@ -128,6 +127,7 @@ struct AssignedStage::Impl
     int64_t lastRateStep = 0;
     double lastOwnSeconds = 0;
     Clock::time_point lastReport = Clock::now();
+    Clock::time_point lastCheckpoint{}; // the stage thread's last periodic checkpoint
 
     const coord::Assignment &a() const { return config.assignment; }
     bool root() const { return a().stage == 0; }
