@@ -21,8 +21,8 @@ struct Overclaim
 /// Finds volunteers that claim far more compute than they have: a stage whose measured
 /// speed is under 1/`ratio` of what its claimed GFLOP/s predict, in `checks`
 /// consecutive checks. Unlike StragglerWatch it judges each stage alone, against its own
-/// claim: honest stages reach a tenth or more of it even on a loaded machine (the
-/// claim is the profile's GEMM speed within the volunteer's caps, and the measured
+/// claim: honest stages reach a twentieth or more of it even on a loaded machine (the
+/// claim is the profile's GEMM speed over all its cores, and the measured
 /// speed counts only the stage's own time, not waits for its neighbours), so a stage
 /// `ratio` times below its claim claimed what it does not have. Only stages with at least
 /// `minimumFlops` of work per microbatch are judged: a stage of a few small layers

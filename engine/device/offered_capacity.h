@@ -6,11 +6,11 @@
 
 namespace rookery::device {
 
-/// What a volunteer offers the swarm: its measured profile within the caps it set.
-/// The CPU figures are limited to `maxCores` threads (one thread's GFLOP/s times the
-/// cores) and scaled by the CPU share; available memory is limited to the memory cap.
-/// The limits are those it trains under most of the time: while the user is active,
-/// or while idle when it runs only then. GPUs are listed but offer no GFLOP/s: stages
+/// What a volunteer offers the swarm: its measured profile, with available memory
+/// limited to its memory cap. The CPU caps (cores, CPU share) are not applied yet:
+/// scaled claims made the planner cut stages of nothing but the parameter-free Flatten
+/// on this machine (it still assumes 12.5 MB/s links), so the CPU figures stay as
+/// measured. GPUs are listed but offer no GFLOP/s: stages
 /// train on the CPU (engine/train), and the coordinator plans with a GPU's figure
 /// where one is given. The coordinator plans with these figures, and checks them
 /// against the speed the node then trains at.

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// What a volunteer offers the swarm: its measured profile within its caps (cores, CPU
-// share, memory), in the situation it trains in; GPUs offer nothing while stages train
-// on the CPU.
+// What a volunteer offers the swarm: its measured profile within its memory cap; GPUs
+// offer nothing while stages train on the CPU.
 #include <QtTest>
 
 #include "engine/device/offered_capacity.h"
@@ -37,33 +36,20 @@ private Q_SLOTS:
         QCOMPARE(p.gpus[0].gflops, 0.0); // not trained on
     }
 
-    void coresCpuShareAndMemoryCapTheOffer()
+    void theMemoryCapLimitsTheOfferAndCpuCapsDoNotYet()
     {
         GovernorSettings caps;
         caps.whenActive.maxCores = 2;
         caps.whenActive.cpuPercent = 50;
         caps.memoryCapMiB = 1024;
         const auto p = device::offeredProfile(measured(), caps);
-        QCOMPARE(p.gflopsAllThreads, 20.0); // 2 cores of 20, half the time
-        QCOMPARE(p.gflopsOneThread, 10.0);
         QCOMPARE(p.ramAvailableBytes, uint64_t(1) << 30);
-        // More cores than it measured over: the measurement stands.
-        caps.whenActive.maxCores = 64;
-        caps.whenActive.cpuPercent = 100;
-        QCOMPARE(device::offeredProfile(measured(), caps).gflopsAllThreads, 240.0);
+        // Not yet: scaled claims skewed plans (offered_capacity.h).
+        QCOMPARE(p.gflopsAllThreads, 240.0);
+        QCOMPARE(p.gflopsOneThread, 20.0);
         // A memory cap above what is available changes nothing.
         caps.memoryCapMiB = 64 * 1024;
         QCOMPARE(device::offeredProfile(measured(), caps).ramAvailableBytes, uint64_t(8) << 30);
-    }
-
-    void theLimitsAreThoseItTrainsUnder()
-    {
-        GovernorSettings caps;
-        caps.whenActive.cpuPercent = 10;
-        caps.whenIdle.cpuPercent = 100;
-        QCOMPARE(device::offeredProfile(measured(), caps).gflopsAllThreads, 24.0);
-        caps.runOnlyWhenIdle = true; // it trains only while the machine is idle
-        QCOMPARE(device::offeredProfile(measured(), caps).gflopsAllThreads, 240.0);
     }
 };
 
