@@ -59,6 +59,17 @@ std::string_view awayReasonName(AwayReason reason)
     return "?";
 }
 
+bool Assignment::namesPeer(const std::string &nodeId) const
+{
+    if (previous.nodeId == nodeId || next.nodeId == nodeId || weightsFrom.nodeId == nodeId)
+        return true;
+    for (const auto &r : rings)
+        for (const auto &m : r.members)
+            if (m.nodeId == nodeId)
+                return true;
+    return false;
+}
+
 bool Assignment::samePlacement(const Assignment &o) const { return sameExceptRings(o) && rings == o.rings; }
 
 bool Assignment::sameExceptRings(const Assignment &o) const

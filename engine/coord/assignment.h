@@ -94,6 +94,10 @@ struct Assignment
     /// The same verdicts on who can be dialled (this node and every peer it names): a
     /// node that hears of a change re-decides which links it dials, and keeps its stage.
     bool sameReachability(const Assignment &other) const;
+    /// Whether it links its node with `nodeId`: its previous or next stage, a member of
+    /// one of its rings, or the node it takes its layers over from (those it may ask a
+    /// relay to, and the only ones it takes values from).
+    bool namesPeer(const std::string &nodeId) const;
     /// "training: cluster 2/5, stage 1/3, layers [2,5), 1 ring, shard 2/5 (v7)".
     std::string describe() const;
     bool operator==(const Assignment &) const;

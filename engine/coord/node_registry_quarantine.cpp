@@ -12,23 +12,6 @@ namespace rookery::coord {
 
 using namespace registry_detail;
 
-namespace {
-
-// Whom a node takes values from: its pipeline neighbours, the members of its rings and
-// the peer it takes its layers over from. Only they can have sent what it refused.
-bool takesValuesFrom(const Assignment &a, const std::string &id)
-{
-    if (a.previous.nodeId == id || a.next.nodeId == id || a.weightsFrom.nodeId == id)
-        return true;
-    for (const auto &ring : a.rings)
-        for (const auto &member : ring.members)
-            if (member.nodeId == id)
-                return true;
-    return false;
-}
-
-} // namespace
-
 void NodeRegistry::weighComplaints(Record &reporter, Outbox &out)
 {
     if (m_config.quarantineAfter <= 0)
@@ -42,7 +25,7 @@ void NodeRegistry::weighComplaints(Record &reporter, Outbox &out)
             continue;
         // A node can only have refused values of a peer its assignment gives it: others
         // it cannot accuse (a hostile reporter can frame its own neighbours at most).
-        if (!takesValuesFrom(reporter.assignment, accusedId)) {
+        if (!reporter.assignment.namesPeer(accusedId)) {
             if (!std::exchange(reporter.complainedOfStrangers, true))
                 log::warning(kArea, "ignored node " + shortId(reporter.nodeId) + "'s complaint about node " +
                                         shortId(accusedId) +

@@ -14,23 +14,6 @@ namespace rookery::coord {
 
 using namespace registry_detail;
 
-namespace {
-
-// Whether `a` links its node with `peer`: a node may ask for relays to its own
-// neighbours only, so that nobody spends the relay (and the peer's cap) on strangers.
-bool namesPeer(const Assignment &a, const std::string &peer)
-{
-    if (a.previous.nodeId == peer || a.next.nodeId == peer || a.weightsFrom.nodeId == peer)
-        return true;
-    for (const auto &r : a.rings)
-        for (const auto &m : r.members)
-            if (m.nodeId == peer)
-                return true;
-    return false;
-}
-
-} // namespace
-
 std::optional<NodeRegistry::VolunteerRelay> NodeRegistry::volunteerRelay(const std::string &a, const std::string &b)
 {
     Record *best = nullptr;
@@ -74,7 +57,9 @@ void NodeRegistry::onRelayRequest(const std::shared_ptr<net::Link> &link, const 
         const Record *peer = p == m_nodes.end() ? nullptr : p->second.get();
         if (!peer)
             mine.reason = "node " + shortId(r.peerId) + " is not registered here";
-        else if (!namesPeer(m_nodes.at(from)->assignment, r.peerId))
+        // Relays to its own neighbours only: nobody spends the relay (and the peer's cap)
+        // on strangers.
+        else if (!m_nodes.at(from)->assignment.namesPeer(r.peerId))
             mine.reason = "node " + shortId(r.peerId) + " is not a neighbour in this node's assignment";
         else if (peer->presence != Presence::Online || !(peerLink = peer->link.lock()))
             mine.reason = "node " + shortId(r.peerId) + " is not online";
