@@ -80,7 +80,7 @@ int main(int argc, char **argv)
                  "activation-scale (activations scaled by 1e6), nan-gradients, forged-finished (a 'finished' "
                  "after every 40th activation or gradient), forged-failed (a 'failed' after every 40th), "
                  "forged-weights (NaN weights replies), claim-capacity (a profile claiming 10^6 GFLOP/s), "
-                 "claim-slow (a profile claiming a quarter of its GFLOP/s), or several, comma-separated")
+                 "claim-little-memory (a profile claiming 512 KiB of memory), or several, comma-separated")
         ->type_name("KINDS");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
     p.add_flag("--overlap-averaging", overlap,

@@ -241,6 +241,10 @@ StatusInputs Coordinator::Impl::statusInputs()
     in.counters = registry->counters();
     in.listener = listener->counters();
     in.relayedBytes = relayServer ? relayServer->counters().bytesRelayed : 0;
+    const auto queue = store.queueFigures();
+    in.storeQueuedJobs = queue.jobs;
+    in.storeDroppedMetrics = queue.droppedMetrics;
+    in.storeHeldBack = queue.heldBack;
     in.uptimeMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - startedAt).count();
     in.timeMs = nowMs();
     return in;

@@ -66,6 +66,13 @@ std::string coordinatorMetrics(const StatusInputs &in)
              {Reachability::Unknown, Reachability::Checking, Reachability::Direct, Reachability::Unreachable})
             m.sample(byReach[r], {{"reachability", std::string(reachabilityName(r))}});
     }
+    m.gauge("rookery_coordinator_store_queue_jobs",
+            "Database writes waiting for the writer (bounded: node metrics are dropped past 4,096).",
+            double(in.storeQueuedJobs));
+    m.counter("rookery_coordinator_store_dropped_metrics_total",
+              "Batches of node metrics not written because the database was behind.", double(in.storeDroppedMetrics));
+    m.counter("rookery_coordinator_store_held_back_total",
+              "State writes that waited for room in the full database queue.", double(in.storeHeldBack));
     m.counter("rookery_coordinator_plan_rounds_total", "Planning rounds since start.", double(in.plan.rounds));
     m.gauge("rookery_coordinator_planned", "1 once a plan exists, else 0.", in.plan.hasPlan ? 1 : 0);
     m.gauge("rookery_coordinator_clusters", "Clusters in the plan that can train.", double(clusters));

@@ -69,11 +69,26 @@ CoordinatorStore::~CoordinatorStore()
     m_writer.join();
 }
 
-void CoordinatorStore::post(Job job)
+void CoordinatorStore::post(Job job, size_t bytes, Priority priority)
 {
     {
-        std::lock_guard lock(m_mutex);
-        m_queue.push_back(std::move(job));
+        std::unique_lock lock(m_mutex);
+        if (priority == Priority::History &&
+            (m_queue.size() >= kSheddingJobs || m_queuedBytes + bytes > kSheddingBytes)) {
+            if (++m_droppedMetrics == 1 || m_droppedMetrics % 1000 == 0)
+                log::warning("coord", "the database at " + m_path.string() + " is behind: node metrics were dropped (" +
+                                          std::to_string(m_droppedMetrics) + " batches so far)");
+            return;
+        }
+        if (m_queue.size() >= kMaxJobs || m_queuedBytes + bytes > kMaxBytes) {
+            ++m_heldBack;
+            // Room comes as the writer takes a batch; an empty queue always takes one job.
+            m_idle.wait(lock, [&] {
+                return m_queue.empty() || (m_queue.size() < kMaxJobs && m_queuedBytes + bytes <= kMaxBytes);
+            });
+        }
+        m_queue.emplace_back(std::move(job), bytes);
+        m_queuedBytes += bytes;
         ++m_queued;
     }
     m_wake.notify_one();
@@ -87,12 +102,14 @@ void CoordinatorStore::run()
         m_wake.wait(lock, [&] { return m_stop || !m_queue.empty(); });
         if (m_queue.empty() && m_stop)
             return;
-        std::deque<Job> batch = std::exchange(m_queue, {});
+        auto batch = std::exchange(m_queue, {});
+        m_queuedBytes = 0;
+        m_idle.notify_all(); // room for writers held back
         lock.unlock();
         try {
             store::Transaction tx(*m_db);
             for (auto &job : batch)
-                job(*m_db);
+                job.first(*m_db);
             tx.commit();
         } catch (const std::exception &e) {
             log::error("coord", "could not write the coordinator's state to " + m_path.string() + ": " + e.what());
@@ -101,6 +118,12 @@ void CoordinatorStore::run()
         m_done += batch.size();
         m_idle.notify_all();
     }
+}
+
+CoordinatorStore::QueueFigures CoordinatorStore::queueFigures() const
+{
+    std::lock_guard lock(m_mutex);
+    return {m_queue.size(), m_queuedBytes, m_droppedMetrics, m_heldBack};
 }
 
 void CoordinatorStore::flush()
@@ -150,48 +173,57 @@ std::vector<StoredMetric> CoordinatorStore::metrics(const std::string &nodeId)
 
 void CoordinatorStore::saveVolunteer(StoredVolunteer v)
 {
-    post([v = std::move(v)](store::Database &db) {
-        db.prepare("INSERT OR REPLACE INTO coord_volunteers (node_id, name, listen_address, profile, "
-                   "upload_bytes_per_second, certificate, software, first_seen_at, last_seen_at, presence) VALUES "
-                   "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-            .bind(1, std::string_view(v.nodeId))
-            .bind(2, std::string_view(v.name))
-            .bind(3, std::string_view(v.listenAddress))
-            .bind(4, std::string_view(v.profileJson))
-            .bind(5, v.uploadBytesPerSecond)
-            .bind(6, std::string_view(v.certificatePem))
-            .bind(7, std::string_view(v.software))
-            .bind(8, v.firstSeenMs)
-            .bind(9, v.lastSeenMs)
-            .bind(10, std::string_view(v.presence))
-            .run();
-    });
+    const size_t bytes = sizeof v + v.profileJson.size() + v.certificatePem.size() + v.name.size();
+    post(
+        [v = std::move(v)](store::Database &db) {
+            db.prepare("INSERT OR REPLACE INTO coord_volunteers (node_id, name, listen_address, profile, "
+                       "upload_bytes_per_second, certificate, software, first_seen_at, last_seen_at, presence) VALUES "
+                       "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                .bind(1, std::string_view(v.nodeId))
+                .bind(2, std::string_view(v.name))
+                .bind(3, std::string_view(v.listenAddress))
+                .bind(4, std::string_view(v.profileJson))
+                .bind(5, v.uploadBytesPerSecond)
+                .bind(6, std::string_view(v.certificatePem))
+                .bind(7, std::string_view(v.software))
+                .bind(8, v.firstSeenMs)
+                .bind(9, v.lastSeenMs)
+                .bind(10, std::string_view(v.presence))
+                .run();
+        },
+        bytes);
 }
 
 void CoordinatorStore::saveRun(StoredRun r)
 {
-    post([r = std::move(r)](store::Database &db) {
-        db.prepare("INSERT INTO coord_runs (id, created_at, config, plan, updated_at) VALUES (?, ?, ?, ?, ?) "
-                   "ON CONFLICT (id) DO UPDATE SET config = excluded.config, plan = excluded.plan, "
-                   "updated_at = excluded.updated_at")
-            .bind(1, std::string_view(r.id))
-            .bind(2, r.createdAtMs)
-            .bind(3, std::string_view(r.configJson))
-            .bind(4, std::string_view(r.planJson))
-            .bind(5, nowMs())
-            .run();
-    });
+    const size_t bytes = sizeof r + r.configJson.size() + r.planJson.size();
+    post(
+        [r = std::move(r)](store::Database &db) {
+            db.prepare("INSERT INTO coord_runs (id, created_at, config, plan, updated_at) VALUES (?, ?, ?, ?, ?) "
+                       "ON CONFLICT (id) DO UPDATE SET config = excluded.config, plan = excluded.plan, "
+                       "updated_at = excluded.updated_at")
+                .bind(1, std::string_view(r.id))
+                .bind(2, r.createdAtMs)
+                .bind(3, std::string_view(r.configJson))
+                .bind(4, std::string_view(r.planJson))
+                .bind(5, nowMs())
+                .run();
+        },
+        bytes);
 }
 
 void CoordinatorStore::savePlan(const std::string &runId, std::string planJson)
 {
-    post([runId, plan = std::move(planJson)](store::Database &db) {
-        db.prepare("UPDATE coord_runs SET plan = ?, updated_at = ? WHERE id = ?")
-            .bind(1, std::string_view(plan))
-            .bind(2, nowMs())
-            .bind(3, std::string_view(runId))
-            .run();
-    });
+    const size_t bytes = planJson.size() + runId.size();
+    post(
+        [runId, plan = std::move(planJson)](store::Database &db) {
+            db.prepare("UPDATE coord_runs SET plan = ?, updated_at = ? WHERE id = ?")
+                .bind(1, std::string_view(plan))
+                .bind(2, nowMs())
+                .bind(3, std::string_view(runId))
+                .run();
+        },
+        bytes);
 }
 
 void CoordinatorStore::saveAssignment(const std::string &runId, const std::string &nodeId,
@@ -226,22 +258,25 @@ void CoordinatorStore::saveMetrics(std::vector<StoredMetric> metrics)
 {
     if (metrics.empty())
         return;
-    post([metrics = std::move(metrics)](store::Database &db) {
-        auto insert = db.prepare("INSERT INTO coord_metrics (node_id, at, step, samples_per_second, loss, "
-                                 "samples_total, busy_fraction, activity) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-        for (const auto &m : metrics) {
-            insert.bind(1, std::string_view(m.nodeId))
-                .bind(2, m.atMs)
-                .bind(3, m.report.step)
-                .bind(4, m.report.samplesPerSecond)
-                .bind(5, m.report.loss)
-                .bind(6, m.report.samplesTotal)
-                .bind(7, m.report.busyFraction)
-                .bind(8, nodeActivityName(m.report.activity))
-                .run();
-            insert.reset();
-        }
-    });
+    const size_t bytes = metrics.size() * (sizeof(StoredMetric) + 64);
+    post(
+        [metrics = std::move(metrics)](store::Database &db) {
+            auto insert = db.prepare("INSERT INTO coord_metrics (node_id, at, step, samples_per_second, loss, "
+                                     "samples_total, busy_fraction, activity) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+            for (const auto &m : metrics) {
+                insert.bind(1, std::string_view(m.nodeId))
+                    .bind(2, m.atMs)
+                    .bind(3, m.report.step)
+                    .bind(4, m.report.samplesPerSecond)
+                    .bind(5, m.report.loss)
+                    .bind(6, m.report.samplesTotal)
+                    .bind(7, m.report.busyFraction)
+                    .bind(8, nodeActivityName(m.report.activity))
+                    .run();
+                insert.reset();
+            }
+        },
+        bytes, Priority::History);
 }
 
 void CoordinatorStore::prune(int64_t nonceHorizonMs, int64_t metricsHorizonMs)

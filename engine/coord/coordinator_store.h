@@ -64,8 +64,14 @@ struct StoredState
 
 /// The coordinator's tables in Rookery's SQLite database (schema version 3). Writes are
 /// queued and committed by one writer thread, one transaction per batch, so the network
-/// threads never wait on the disk; nothing is lost at a clean shutdown (the destructor
+/// threads do not wait on the disk; nothing is lost at a clean shutdown (the destructor
 /// drains the queue), and after a crash nodes re-register anyway.
+///
+/// The queue is bounded, so a disk slower than the swarm's writes cannot grow the
+/// coordinator without end: past kSheddingJobs queued writes or kSheddingBytes, node
+/// metrics (history only) are dropped and counted; past kMaxJobs or kMaxBytes, a state
+/// write waits for the writer to make room (the caller's thread is held back rather than
+/// the state lost).
 ///
 /// Thread safety: all methods may be called from any thread.
 class CoordinatorStore
@@ -98,17 +104,36 @@ public:
 
     const std::filesystem::path &path() const { return m_path; }
 
+    static constexpr size_t kSheddingJobs = 4096;
+    static constexpr size_t kSheddingBytes = size_t(16) << 20;
+    static constexpr size_t kMaxJobs = 65536;
+    static constexpr size_t kMaxBytes = size_t(64) << 20;
+
+    struct QueueFigures
+    {
+        size_t jobs = 0;             ///< writes waiting now
+        size_t bytes = 0;            ///< their approximate size
+        uint64_t droppedMetrics = 0; ///< metric batches dropped since start
+        uint64_t heldBack = 0;       ///< state writes that waited for room since start
+    };
+    QueueFigures queueFigures() const;
+
 private:
     using Job = std::function<void(store::Database &)>;
-    void post(Job job);
+    enum class Priority { State, History };
+    /// Queues `job`, of about `bytes`: a History job is dropped over the shedding mark, a
+    /// State one waits while the queue is full.
+    void post(Job job, size_t bytes = 256, Priority priority = Priority::State);
     void run();
 
     std::filesystem::path m_path;
     std::unique_ptr<store::Database> m_db;
-    std::mutex m_mutex;
+    mutable std::mutex m_mutex;
     std::condition_variable m_wake, m_idle;
-    std::deque<Job> m_queue;
+    std::deque<std::pair<Job, size_t>> m_queue;
+    size_t m_queuedBytes = 0;
     uint64_t m_queued = 0, m_done = 0;
+    uint64_t m_droppedMetrics = 0, m_heldBack = 0;
     bool m_stop = false;
     std::thread m_writer;
 };

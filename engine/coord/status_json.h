@@ -60,6 +60,9 @@ struct StatusInputs
     RegistryCounters counters;
     net::ListenerCounters listener; ///< connections refused at the door
     uint64_t relayedBytes = 0;      ///< through this coordinator's relay, both ways
+    size_t storeQueuedJobs = 0;     ///< database writes waiting (CoordinatorStore, bounded)
+    uint64_t storeDroppedMetrics = 0;
+    uint64_t storeHeldBack = 0;
     int64_t uptimeMs = 0;
     int64_t timeMs = 0;
 };

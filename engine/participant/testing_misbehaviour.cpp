@@ -34,12 +34,12 @@ const TestingMisbehaviour &testingMisbehaviour()
                 m.forgedWeights = true;
             else if (word == "claim-capacity")
                 m.claimCapacity = true;
-            else if (word == "claim-slow")
-                m.claimSlow = true;
+            else if (word == "claim-little-memory")
+                m.claimLittleMemory = true;
             else
                 throw Error("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
                             "' (ring-poison, activation-scale, nan-gradients, forged-finished, forged-failed, "
-                            "forged-weights, claim-capacity, claim-slow)");
+                            "forged-weights, claim-capacity, claim-little-memory)");
         }
         log::warning("swarm", std::string("ROOKERY_TESTING_MISBEHAVE=") + v +
                                   " (a testing option): this node sends poisoned values on purpose" +
@@ -50,7 +50,7 @@ const TestingMisbehaviour &testingMisbehaviour()
                                   (m.forgedFailed ? "; forged 'failed' messages" : "") +
                                   (m.forgedWeights ? "; NaN weights replies" : "") +
                                   (m.claimCapacity ? "; a claim of 10^6 GFLOP/s" : "") +
-                                  (m.claimSlow ? "; a claim of a quarter of its GFLOP/s" : ""));
+                                  (m.claimLittleMemory ? "; a claim of 512 KiB of memory" : ""));
         return m;
     }();
     return chosen;
@@ -59,15 +59,13 @@ const TestingMisbehaviour &testingMisbehaviour()
 std::string claimedProfile(const std::string &profileJson)
 {
     const auto &m = testingMisbehaviour();
-    if (!m.claimCapacity && !m.claimSlow)
+    if (!m.claimCapacity && !m.claimLittleMemory)
         return profileJson;
     auto p = device::capabilityProfileFromJson(profileJson);
     if (m.claimCapacity)
         p.gflopsOneThread = p.gflopsAllThreads = 1e6;
-    else {
-        p.gflopsOneThread /= 4;
-        p.gflopsAllThreads /= 4;
-    }
+    if (m.claimLittleMemory)
+        p.ramAvailableBytes = TestingMisbehaviour::kLittleMemoryBytes;
     return device::toJson(p);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace rookery::participant {
@@ -18,11 +19,14 @@ namespace rookery::participant {
 ///  - forged-weights: every weights reply it sends holds NaN;
 ///  - claim-capacity: its profile claims 10^6 GFLOP/s (one thread and all), far more than
 ///    it has;
-///  - claim-slow: its profile claims a quarter of the GFLOP/s it measured, so that the
-///    planner gives it the fewest layers (with equal volunteers: a later stage, one that
-///    answers weights requests).
+///  - claim-little-memory: its profile claims 512 KiB of memory (kLittleMemoryBytes), so
+///    that of the MLP it can hold only a last stage of the final small layer: a stage
+///    that answers its root's weights requests (a root, even one of the parameter-free
+///    Flatten alone, stashes microbatches of 784 floats and needs more).
 struct TestingMisbehaviour
 {
+    static constexpr uint64_t kLittleMemoryBytes = 512 * 1024;
+
     bool ringPoison = false;
     bool activationScale = false;
     bool nanGradients = false;
@@ -30,11 +34,11 @@ struct TestingMisbehaviour
     bool forgedFailed = false;
     bool forgedWeights = false;
     bool claimCapacity = false;
-    bool claimSlow = false;
+    bool claimLittleMemory = false;
 };
 
 /// The profile JSON a node registers with: `profileJson` as measured, or its compute
-/// claim changed as claim-capacity or claim-slow say.
+/// claim changed as claim-capacity or claim-little-memory say.
 std::string claimedProfile(const std::string &profileJson);
 
 /// Throws rookery::Error naming an unknown misbehaviour.
