@@ -141,8 +141,9 @@ private:
     bool m_webSocketUp = false;
     bool m_closeStarted = false; ///< async_close issued: its handler finishes
     bool m_finished = false;
-    std::string m_verifyFailure; ///< set by the TLS verify callback
-    std::string m_certNodeId;    ///< the peer certificate's key fingerprint (TLS)
+    std::string m_verifyFailure;    ///< set by the TLS verify callback
+    bool m_verifyOutOfDate = false; ///< ... because of the certificate's dates
+    std::string m_certNodeId;       ///< the peer certificate's key fingerprint (TLS)
     std::string m_cipher;
     std::optional<Goodbye> m_peerGoodbye;
     uint64_t m_activity = 0;     ///< bumped by every frame, data or control

@@ -167,7 +167,7 @@ template <class NextLayer> void LinkSession<NextLayer>::startTls()
         tls.set_verify_mode(asio::ssl::verify_peer | (server ? asio::ssl::verify_fail_if_no_peer_cert : 0));
         // The callback lives in this session's SSL object, so `this` outlives it.
         tls.set_verify_callback([this](bool preverified, asio::ssl::verify_context &ctx) {
-            return verifyPeerCertificate(m_setup.check, preverified, ctx, m_verifyFailure);
+            return verifyPeerCertificate(m_setup.check, preverified, ctx, m_verifyFailure, &m_verifyOutOfDate);
         });
         beast::error_code notAnAddress;
         asio::ip::make_address(m_setup.host, notAnAddress);

@@ -366,14 +366,16 @@ template <class NextLayer> void LinkSession<NextLayer>::onError(beast::error_cod
         info.reason = std::string(stage) + " timed out: no traffic from the peer for " +
                       detail::millis(m_setup.config.idleTimeout);
     } else if (!m_verifyFailure.empty()) {
-        info = {"TLS handshake refused: " + m_verifyFailure, false, false, true, false};
+        // A certificate out of date is renewed by its holder (peers renew at half their
+        // certificate's life): a later try may succeed, so it is not fatal.
+        info = {"TLS handshake refused: " + m_verifyFailure, false, false, !m_verifyOutOfDate, false};
     } else if (ec == websocket::error::message_too_big) {
         info.byPeer = false;
         info.reason = "the peer sent a message over the limit of " +
                       std::to_string(m_setup.config.limits.maxMessageBytes) + " bytes";
     } else {
-        if constexpr (kTls)
-            info.fatal = isCertificateRefusal(ec);
+        if constexpr (kTls) // ours out of date: renewed soon, so tried again then
+            info.fatal = isCertificateRefusal(ec) && !isCertificateExpiredAlert(ec);
         info.reason = std::string(stage) + " failed: " + (kTls ? describeTlsError(ec) : ec.message());
     }
     if (m_peerGoodbye) {

@@ -69,7 +69,8 @@ bool isTimeError(int err) { return err == X509_V_ERR_CERT_HAS_EXPIRED || err == 
 
 } // namespace
 
-bool verifyPeerCertificate(const PeerCheck &check, bool preverified, ssl::verify_context &vctx, std::string &failure)
+bool verifyPeerCertificate(const PeerCheck &check, bool preverified, ssl::verify_context &vctx, std::string &failure,
+                           bool *outOfDate)
 {
     X509_STORE_CTX *ctx = vctx.native_handle();
     X509 *cert = X509_STORE_CTX_get_current_cert(ctx);
@@ -80,8 +81,11 @@ bool verifyPeerCertificate(const PeerCheck &check, bool preverified, ssl::verify
         return false;
     }
     auto refuse = [&](std::string why) {
-        if (failure.empty())
+        if (failure.empty()) {
             failure = std::move(why);
+            if (outOfDate)
+                *outOfDate = !preverified && isTimeError(err);
+        }
         return false;
     };
     if (check.kind != PeerCheck::Kind::SwarmCa) {
@@ -145,6 +149,12 @@ bool isCertificateRefusal(const boost::system::error_code &ec)
     default:
         return false;
     }
+}
+
+bool isCertificateExpiredAlert(const boost::system::error_code &ec)
+{
+    return ec.category() == boost::asio::error::get_ssl_category() &&
+           ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED;
 }
 
 std::string describeTlsError(const boost::system::error_code &ec)

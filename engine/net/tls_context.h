@@ -18,9 +18,15 @@ namespace rookery::net {
 std::shared_ptr<boost::asio::ssl::context> makeTlsContext(const TlsCredentials &credentials, bool server);
 
 /// OpenSSL's verify callback for one certificate of the chain under `check`. On refusal
-/// sets `failure` to a sentence for the log ("certificate of ab12... expired on ...").
+/// sets `failure` to a sentence for the log ("certificate of ab12... expired on ..."),
+/// and `outOfDate` when what failed first was the certificate's dates (expired, or not
+/// yet valid): a holder renews, so trying again later may succeed.
 bool verifyPeerCertificate(const PeerCheck &check, bool preverified, boost::asio::ssl::verify_context &ctx,
-                           std::string &failure);
+                           std::string &failure, bool *outOfDate = nullptr);
+
+/// A handshake error that says the peer refused our certificate because of its dates
+/// (TLS alert certificate_expired): we renew ours, so a later try may succeed.
+bool isCertificateExpiredAlert(const boost::system::error_code &ec);
 
 /// The node id (public key fingerprint) of the certificate the peer presented; "" if none.
 std::string peerNodeId(SSL *ssl);

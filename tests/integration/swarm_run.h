@@ -83,6 +83,16 @@ struct SwarmRun
             },
             timeout);
     }
+    // The last `chars` of the output without the lines that repeat (progress, certificate
+    // renewals): what a failure message should show.
+    QString events(qsizetype chars = 4000) const
+    {
+        QStringList kept;
+        for (const auto &line : output.split(QLatin1Char('\n')))
+            if (!line.contains(QLatin1String("] step ")) && !line.contains(QLatin1String("renewed its certificate")))
+                kept << line;
+        return kept.join(QLatin1Char('\n')).right(chars);
+    }
     std::vector<double> finalAccuracies() const
     {
         std::vector<double> out;
