@@ -4,6 +4,7 @@
 // with its error check; a WebSocket feed session takes the stream over after the upgrade.
 #include "engine/coord/status_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -67,17 +68,20 @@ struct StatusServer::Impl : std::enable_shared_from_this<StatusServer::Impl>
     void bind();
     void accept();
     void onAccept(beast::error_code ec, tcp::socket socket);
-    void track(const std::shared_ptr<Closable> &c)
+    void track(const std::shared_ptr<Closable> &c, const std::string &address)
     {
         std::lock_guard lock(mutex);
-        std::erase_if(connections, [](const auto &w) { return w.expired(); });
-        connections.push_back(c);
+        std::erase_if(connections, [](const auto &t) { return t.connection.expired(); });
+        connections.push_back({c, address});
     }
-    size_t count()
+    /// Connections open now, and how many of them come from `address`.
+    std::pair<size_t, size_t> count(const std::string &address)
     {
         std::lock_guard lock(mutex);
-        std::erase_if(connections, [](const auto &w) { return w.expired(); });
-        return connections.size();
+        std::erase_if(connections, [](const auto &t) { return t.connection.expired(); });
+        const auto fromThere = size_t(
+            std::count_if(connections.begin(), connections.end(), [&](const auto &t) { return t.address == address; }));
+        return {connections.size(), fromThere};
     }
     void stop();
 
@@ -90,7 +94,13 @@ struct StatusServer::Impl : std::enable_shared_from_this<StatusServer::Impl>
     uint16_t port = 0;
     std::atomic<bool> stopped{false};
     std::mutex mutex;
-    std::vector<std::weak_ptr<Closable>> connections;
+    struct Tracked
+    {
+        std::weak_ptr<Closable> connection;
+        std::string address; ///< the client's IP address
+    };
+    std::vector<Tracked> connections;
+    uint64_t refusedPerAddress = 0;
 };
 
 namespace {
@@ -216,9 +226,10 @@ private:
 class HttpSession final : public Closable, public std::enable_shared_from_this<HttpSession>
 {
 public:
-    HttpSession(tcp::socket &&socket, std::shared_ptr<StatusServer::Impl> server)
+    HttpSession(tcp::socket &&socket, std::shared_ptr<StatusServer::Impl> server, std::string address)
         : m_stream(std::move(socket), *server->tls)
         , m_server(std::move(server))
+        , m_address(std::move(address))
     { }
 
     void run()
@@ -282,7 +293,7 @@ private:
                                errorBody("no WebSocket at '" + path + "'; the feed is /v1/status/feed"), req.version(),
                                false);
             auto feed = std::make_shared<FeedSession>(std::move(m_stream), m_server, full);
-            m_server->track(feed);
+            m_server->track(feed, m_address);
             return feed->run(std::move(req));
         }
         const unsigned v = req.version();
@@ -355,6 +366,7 @@ private:
 
     Stream m_stream;
     std::shared_ptr<StatusServer::Impl> m_server;
+    std::string m_address;
     beast::flat_buffer m_buffer;
     std::optional<http::request_parser<http::string_body>> m_parser;
 };
@@ -380,13 +392,22 @@ void StatusServer::Impl::onAccept(beast::error_code ec, tcp::socket socket)
         log::warning(kArea, "accepting a status connection failed: " + ec.message());
         return accept();
     }
-    if (count() >= config.maxConnections) {
+    beast::error_code noPeer;
+    const auto remote = socket.remote_endpoint(noPeer);
+    const std::string address = noPeer ? std::string() : remote.address().to_string();
+    const auto [open, fromThere] = count(address);
+    const bool addressFull = config.maxConnectionsPerAddress > 0 && fromThere >= config.maxConnectionsPerAddress;
+    if (open >= config.maxConnections || addressFull) {
+        if (addressFull && (++refusedPerAddress == 1 || refusedPerAddress % 1000 == 0))
+            log::warning(kArea, "refused a status connection from " + address + ": it has " +
+                                    std::to_string(fromThere) + " open already (" + std::to_string(refusedPerAddress) +
+                                    " refused so far)");
         beast::error_code ignored;
         socket.close(ignored);
         return accept();
     }
-    auto session = std::make_shared<HttpSession>(std::move(socket), shared_from_this());
-    track(session);
+    auto session = std::make_shared<HttpSession>(std::move(socket), shared_from_this(), address);
+    track(session, address);
     session->run();
     accept();
 }
@@ -399,13 +420,13 @@ void StatusServer::Impl::stop()
         beast::error_code ignored;
         self->acceptor.close(ignored);
     });
-    std::vector<std::weak_ptr<Closable>> all;
+    std::vector<Tracked> all;
     {
         std::lock_guard lock(mutex);
         all = connections;
     }
-    for (auto &w : all)
-        if (auto c = w.lock())
+    for (auto &t : all)
+        if (auto c = t.connection.lock())
             c->abort();
 }
 

@@ -23,6 +23,8 @@ struct StatusServerConfig
     /// is held for ever.
     std::chrono::milliseconds feedLifetime{3'600'000};
     size_t maxConnections = 256;
+    /// Of those, from one IP address (0: no cap), so that one client cannot take them all.
+    size_t maxConnectionsPerAddress = 32;
     /// Requests that send it ("Authorization: Bearer <token>") get the full view; empty:
     /// nobody does.
     std::string operatorToken;

@@ -48,12 +48,19 @@ struct Reply
 class StatusClient
 {
 public:
-    StatusClient(uint16_t port, const std::string &pin)
+    /// `from`: the local address to connect from (a second loopback address for tests of
+    /// per-address limits), the system's choice when empty.
+    StatusClient(uint16_t port, const std::string &pin, const std::string &from = {})
         : m_tls(net::makeTlsContext({}, false))
         , m_stream(m_ioc, *m_tls)
     {
         m_stream.set_verify_mode(asio::ssl::verify_none); // the pin below is the check
         beast::get_lowest_layer(m_stream).expires_after(10s);
+        if (!from.empty()) {
+            auto &socket = beast::get_lowest_layer(m_stream).socket();
+            socket.open(asio::ip::tcp::v4());
+            socket.bind(asio::ip::tcp::endpoint(asio::ip::make_address(from), 0));
+        }
         beast::get_lowest_layer(m_stream).connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
         m_stream.handshake(asio::ssl::stream_base::client);
         X509 *cert = SSL_get0_peer_certificate(m_stream.native_handle());
@@ -340,6 +347,42 @@ private Q_SLOTS:
         QCOMPARE(ws.reason().code, websocket::close_code::going_away);
         QVERIFY2(std::string(ws.reason().reason).find("lifetime") != std::string::npos, ws.reason().reason.c_str());
         QVERIFY2(seconds >= 2.5 && seconds < 10, qPrintable(QString::number(seconds)));
+    }
+
+    // One address gets at most its share of the status port's connections (32 of 256):
+    // past it a new connection is closed at once, while another address is still served,
+    // and a place frees when one of its connections closes.
+    void oneAddressHoldsAtMostItsShareOfConnections()
+    {
+        const uint16_t port = m_coordinator->statusPort();
+        const auto served = [&](const std::string &from) {
+            try {
+                StatusClient c(port, m_pin, from);
+                return c.request(http::verb::get, "/v1/status").status == 200;
+            } catch (const std::exception &) {
+                return false; // closed before the handshake ended
+            }
+        };
+        std::vector<std::unique_ptr<StatusClient>> held;
+        bool refused = false;
+        for (int i = 0; i < 64 && !refused; ++i) {
+            try {
+                auto c = std::make_unique<StatusClient>(port, m_pin);
+                if (c->request(http::verb::get, "/v1/status").status != 200)
+                    refused = true;
+                else
+                    held.push_back(std::move(c));
+            } catch (const std::exception &) {
+                refused = true;
+            }
+        }
+        QVERIFY(refused);
+        // Earlier tests' connections may not all have closed yet: up to the cap, not exactly.
+        QVERIFY2(held.size() >= 24 && held.size() <= 32, qPrintable(QString::number(held.size())));
+        QVERIFY(!served("127.0.0.1"));
+        QVERIFY(served("127.0.0.2"));
+        held.pop_back();
+        QVERIFY(test::waitFor([&] { return served("127.0.0.1"); }, 5s));
     }
 
     void feedIsOnlyAtItsPath()
