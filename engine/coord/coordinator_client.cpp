@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr const char *kArea = "coord";
+constexpr auto kEarlyBeatSpacing = std::chrono::milliseconds(200);
 
 std::string randomNonce()
 {
@@ -341,11 +342,31 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
                     return;
                 wait = self->interval;
             }
+            // One chain of beats: a beat sent early (beatNow) starts a new one, and a
+            // timer of the old chain that had already fired sends nothing.
+            const uint64_t token = ++self->beatChain;
             self->timer.expires_after(wait);
-            self->timer.async_wait([self, gen](boost::system::error_code ec) {
-                if (!ec)
+            self->timer.async_wait([self, gen, token](boost::system::error_code ec) {
+                if (!ec && token == self->beatChain)
                     self->sendHeartbeat(gen);
             });
+        });
+    }
+
+    /// The next heartbeat now instead of at its time (new complaints: the coordinator
+    /// should hear of a poisoner before it sends many more rounds).
+    void beatNow()
+    {
+        asio::post(strand, [self = shared_from_this()] {
+            uint64_t gen;
+            {
+                std::lock_guard lock(self->mutex);
+                self->beatQueued = false;
+                gen = self->generation;
+            }
+            ++self->beatChain; // the pending timer's beat is this one
+            self->timer.cancel();
+            self->sendHeartbeat(gen);
         });
     }
 
@@ -358,6 +379,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             if (gen != generation || !registered || stopped)
                 return;
             hb = {++seq, assignment.version, toWire(latest)};
+            sentComplaints = latest.complaints;
+            lastBeat = Clock::now();
             inflight.emplace_back(hb.seq, Clock::now());
             if (inflight.size() > 64)
                 inflight.pop_front();
@@ -398,6 +421,10 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     Assignment assignment;
     NodeReport latest;
     std::chrono::milliseconds interval{1000};
+    std::map<std::string, int64_t> sentComplaints; ///< in the last heartbeat sent
+    Clock::time_point lastBeat;
+    bool beatQueued = false; ///< beatNow() posted and not yet run
+    uint64_t beatChain = 0;  ///< strand only: the heartbeat timer chain that may send
     uint64_t seq = 0;
     std::deque<std::pair<uint64_t, Clock::time_point>> inflight;
     CoordinatorClientStats stats;
@@ -421,8 +448,18 @@ void CoordinatorClient::start() { m->start(); }
 
 void CoordinatorClient::report(const NodeReport &report)
 {
-    std::lock_guard lock(m->mutex);
-    m->latest = report;
+    bool now = false;
+    {
+        std::lock_guard lock(m->mutex);
+        m->latest = report;
+        // New refusals go out at once, at most one early beat per kEarlyBeatSpacing.
+        if (m->registered && !m->stopped && !m->beatQueued && report.complaints != m->sentComplaints &&
+            Clock::now() - m->lastBeat >= kEarlyBeatSpacing) {
+            m->beatQueued = now = true;
+        }
+    }
+    if (now)
+        m->beatNow();
 }
 
 bool CoordinatorClient::requestRelay(const std::string &peerId)

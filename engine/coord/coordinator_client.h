@@ -93,7 +93,9 @@ public:
 
     /// Starts connecting. Call once.
     void start();
-    /// The figures the next heartbeats carry.
+    /// The figures the next heartbeats carry. A report with complaints the last heartbeat
+    /// did not carry is sent at once (at most one such early beat per 200 ms), so that a
+    /// poisoner is quarantined within a round or two of rings, not a heartbeat interval.
     void report(const NodeReport &report);
     /// Asks for a relayed link to `peerId` (neither can dial the other); the answer
     /// comes as `relayGranted`, to both. False when not registered right now.

@@ -133,8 +133,10 @@ private:
     device::SuspendDetector m_suspend;    ///< notices that the computer slept
     std::chrono::milliseconds m_slept{0}; ///< asleep this long in all since the node started
     std::optional<std::chrono::steady_clock::time_point> m_finishedAt;
-    /// Peers whose values this node refused, for its heartbeats.
-    std::shared_ptr<PeerComplaints> m_complaints = std::make_shared<PeerComplaints>();
+    /// Peers whose values this node refused, for its heartbeats; a refusal wakes the loop,
+    /// which reports it at once (CoordinatorClient::report).
+    std::shared_ptr<PeerComplaints> m_complaints =
+        std::make_shared<PeerComplaints>([&wake = m_node.wake] { wake.notify_all(); });
 };
 
 } // namespace rookery::participant

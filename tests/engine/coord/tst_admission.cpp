@@ -223,6 +223,46 @@ private Q_SLOTS:
     // Two reporters, or one reporting 3 refusals, quarantine the accused: re-planned away,
     // told why, its key refused from then on (also after a restart), no new keys from its
     // address, and every other node (also one that registers later) hears the ban list.
+    // Refusals are reported at once, not at the next heartbeat: with beats 10 s apart, a
+    // node's 3 refusals of its pipeline neighbour quarantine it well before the next one.
+    void refusalsAreReportedBeforeTheNextHeartbeat()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.reachabilityTimeout = 0ms;
+        s.clusterSize = 2;
+        s.heartbeatInterval = 10s;
+        s.heartbeatTimeout = 60s;
+        auto c = std::make_unique<coord::Coordinator>(s);
+        net::NetContext ctx(1);
+        std::vector<std::unique_ptr<test::TestNode>> n;
+        for (int i = 0; i < 2; ++i) {
+            n.push_back(std::make_unique<test::TestNode>());
+            n.back()->start(ctx, c->coordinatorAddress(), 50, 1u << 30);
+        }
+        QVERIFY(test::eventually([&] {
+            const auto a = c->assignments();
+            return a.size() == 2 && a.begin()->second.state == coord::AssignmentState::Training &&
+                   std::next(a.begin())->second.state == coord::AssignmentState::Training;
+        }));
+        const auto sent = [&] { return n[0]->client->stats().heartbeatsSent; };
+        const auto before = sent();
+        coord::NodeReport r;
+        r.complaints[n[1]->identity.nodeId()] = 3;
+        const auto reported = std::chrono::steady_clock::now();
+        n[0]->client->report(r);
+        QVERIFY(test::eventually([&] { return c->counters().quarantined == 1; }, 5s));
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - reported).count();
+        qInfo("quarantined %.3f s after the report, beats 10 s apart", seconds);
+        QVERIFY2(seconds < 5, qPrintable(QString::number(seconds)));
+        QVERIFY(sent() >= before + 1); // the early beat (a regular one may have come too)
+        // The same complaints again send nothing early: the next beat keeps its time.
+        const auto after = sent();
+        n[0]->client->report(r);
+        std::this_thread::sleep_for(500ms);
+        QVERIFY(sent() <= after + 1); // at most the regular beat, were it due just now
+    }
+
     void aNodeItsPeersRefuseIsQuarantined()
     {
         QTemporaryDir dir;
