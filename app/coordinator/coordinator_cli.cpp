@@ -2,6 +2,8 @@
 #include "app/coordinator/coordinator_cli.h"
 
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "engine/common/command_line.h"
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
+#include "engine/coord/job_file.h"
 #include "engine/model/model_zoo.h"
 
 namespace rookery::app {
@@ -50,9 +53,23 @@ struct RunChoices
     double weightDecay = 0;
 };
 
-void declareRunOptions(CLI::App &p, coord::RunConfig &run, RunChoices &c)
+// The value of --job in `args` ("--job FILE" or "--job=FILE"), "" when absent: read
+// before the other options, which then override what the job file sets.
+std::string jobPathIn(const std::vector<char *> &args)
 {
-    cli::addChoice(p, "--model", c.model, model::modelNames(), "model to train (the model zoo)");
+    for (size_t i = 1; i < args.size(); ++i) {
+        const std::string_view a = args[i];
+        if (a == "--job" && i + 1 < args.size())
+            return args[i + 1];
+        if (a.rfind("--job=", 0) == 0)
+            return std::string(a.substr(6));
+    }
+    return {};
+}
+
+CLI::Option *declareRunOptions(CLI::App &p, coord::RunConfig &run, RunChoices &c)
+{
+    auto *model = cli::addChoice(p, "--model", c.model, model::modelNames(), "model to train (the model zoo)");
     cli::addChoice(p, "--optimizer", c.optimizer, {"sgd", "adamw"}, "optimizer");
     cli::addNumber(p, "--lr", c.learningRate, 1e-6, 10, "RATE", "learning rate");
     cli::addNumber(p, "--momentum", c.momentum, 0, 0.999, "M", "SGD momentum");
@@ -71,6 +88,7 @@ void declareRunOptions(CLI::App &p, coord::RunConfig &run, RunChoices &c)
                "is done (faster over slow links; the change arrives a few steps late)");
     cli::addWholeNumber(p, "--steps", run.totalSteps, 1, int64_t(1) << 40, "N", "optimizer steps to train in total");
     cli::addWholeNumber(p, "--seed", run.seed, 0, INT64_MAX, "N", "random seed of the run and the planner");
+    return model;
 }
 
 std::chrono::milliseconds ms(int64_t v) { return std::chrono::milliseconds(v); }
@@ -89,6 +107,21 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     if (args.size() > 1 && std::string_view(args[1]) == "invite") {
         o.invite = true; // the options that matter: --data-dir, --public-host and the invite's
         args.erase(args.begin() + 1);
+    }
+    if (args.size() > 1 && std::string_view(args[1]) == "dataset-hash") {
+        if (args.size() != 3)
+            throw Error("usage: rookery-coordinator dataset-hash DIR (a directory with the dataset's four "
+                        "IDX .gz files)");
+        o.datasetHashDir = args[2];
+        return true;
+    }
+    std::string jobPath = jobPathIn(args);
+    std::optional<coord::Job> job;
+    if (!jobPath.empty()) {
+        job = coord::readJobFile(jobPath); // every problem of the file at once, before anything starts
+        run = job->run;
+        choices = {job->run.model.name, train::optimizerKindName(job->run.optimizer.kind),
+                   job->run.optimizer.learningRate, job->run.optimizer.momentum, job->run.optimizer.weightDecay};
     }
 
     CLI::App p("Where a Rookery swarm meets: registers volunteers, signs their certificates, forms\n"
@@ -138,7 +171,11 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     cli::addWholeNumber(*inviteGroup, "--valid-days", o.inviteDays, 1, 3650, "D", "days until it expires");
     inviteGroup->add_option("--note", o.inviteNote, "a note for the list (who it was for)")->type_name("TEXT");
     inviteGroup->add_flag("--list", o.inviteList, "list the invites (uses left, expiry) instead of making one");
-    declareRunOptions(p, run, choices);
+    p.add_option("--job", jobPath,
+                 "the job to train, from a JSON file (docs/job-file.md): model, optimizer, batch, steps, seed, "
+                 "averaging and dataset; run options given as well override it")
+        ->type_name("FILE");
+    auto *modelOption = declareRunOptions(p, run, choices);
     declareTimingOptions(p, timing);
     cli::addWholeNumber(p, "--expect-nodes", s.expectNodes, 0, 1'000'000, "N",
                         "plan as soon as N volunteers have registered (0: wait --first-plan-delay-ms)");
@@ -162,6 +199,8 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     p.footer("Examples:\n"
              "  rookery-coordinator                                 MLP, SGD, ports 7400 and 7401\n"
              "  rookery-coordinator --model cnn --optimizer adamw --lr 0.001 --steps 20000\n"
+             "  rookery-coordinator --job jobs/mlp.json        the job in a file (docs/job-file.md)\n"
+             "  rookery-coordinator dataset-hash DIR           the content hash of a dataset, for a job file\n"
              "  rookery-coordinator --bind 127.0.0.1 --port 0 --status-port 0   (a local test swarm)\n"
              "  rookery-coordinator invite --data-dir DIR [--uses N] [--valid-days D] [--public-host HOST]\n"
              "      make a join token for N new volunteers (default 1, for 7 days) and print the join\n"
@@ -189,7 +228,21 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     s.certificateLifetime = std::chrono::seconds(timing.certificateLifetime);
     if (s.heartbeatTimeout <= s.heartbeatInterval)
         throw Error("--heartbeat-timeout-ms must be longer than --heartbeat-ms");
-    run.model = model::modelByName(choices.model);
+    if (!job || modelOption->count() > 0)
+        run.model = model::modelByName(choices.model);
+    if (job) {
+        o.jobName = job->name;
+        o.jobNotes.push_back("job '" + job->name + "' from " + jobPath + ": model " + run.model.name + ", " +
+                             std::to_string(run.model.layers.size()) + " layers, " +
+                             std::to_string(model::parameterCount(run.model)) + " parameters");
+        const auto dataset = defaultFashionMnistDir();
+        if (job->datasetSha256.empty())
+            o.jobNotes.push_back("the job names no dataset.sha256: the dataset's content is not checked");
+        else if (std::filesystem::exists(dataset))
+            coord::checkJobDataset(*job, dataset); // throws, naming both hashes, on a mismatch
+        else
+            o.jobNotes.push_back("dataset.sha256 not checked here: no copy of the dataset at " + dataset.string());
+    }
     run.optimizer.kind = train::optimizerKindFromName(choices.optimizer);
     run.optimizer.learningRate = choices.learningRate;
     run.optimizer.momentum = choices.optimizer == "sgd" ? choices.momentum : 0.9;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/coord/coordinator.h"
 
@@ -19,10 +20,19 @@ struct CoordinatorOptions
     int64_t inviteDays = 7;
     std::string inviteNote;
     bool inviteList = false;
+    /// `rookery-coordinator dataset-hash DIR`: print the content hash of the dataset in
+    /// DIR (for a job file's dataset.sha256) and exit.
+    std::string datasetHashDir;
+    /// --job: the job file's name, and notes to print at start (what it set, what was
+    /// not checked).
+    std::string jobName;
+    std::vector<std::string> jobNotes;
 };
 
-/// Parses argv into `options`; a first word "invite" sets `invite`. Returns false when
-/// --help or --version was shown.
+/// Parses argv into `options`; a first word "invite" sets `invite`, "dataset-hash DIR"
+/// `datasetHashDir`. With --job FILE the run settings come from the job file (validated
+/// whole before anything starts), and run options given as well override them. Returns
+/// false when --help or --version was shown.
 /// Throws rookery::Error on bad input.
 bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &options);
 

@@ -11,6 +11,7 @@
 #include "engine/common/log.h"
 #include "engine/common/wall_clock.h"
 #include "engine/coord/invite_book.h"
+#include "engine/coord/job_file.h"
 #include "engine/coord/join_address.h"
 #include "engine/net/coordinator_address.h"
 
@@ -71,6 +72,15 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "rookery-coordinator: %s\n", e.what());
         return 2;
     }
+    if (!options.datasetHashDir.empty()) {
+        try {
+            std::printf("%s\n", coord::datasetContentHash(options.datasetHashDir).c_str());
+            return 0;
+        } catch (const Error &e) {
+            std::fprintf(stderr, "rookery-coordinator dataset-hash: %s\n", e.what());
+            return 1;
+        }
+    }
     if (options.invite) {
         try {
             return invite(options);
@@ -90,6 +100,8 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
     try {
+        for (const auto &note : options.jobNotes)
+            std::printf("%s\n", note.c_str());
         coord::Coordinator coordinator(options.settings);
         std::printf("rookery-coordinator: run %s, model %s\n", coordinator.run().runId.c_str(),
                     coordinator.run().model.name.c_str());

@@ -164,6 +164,42 @@ private Q_SLOTS:
         QVERIFY(r.printed.rfind("rookery-coordinator ", 0) == 0);
     }
 
+    // --job: the run comes from the file, run options given as well override it, and a
+    // bad file is refused with every problem named before anything starts.
+    void aJobFileSetsTheRunAndFlagsOverrideIt()
+    {
+        const std::string cnn = std::string(ROOKERY_JOBS_DIR) + "/cnn.json";
+        CoordinatorOptions o;
+        QVERIFY(parse({"--job", cnn}, &o).run);
+        QCOMPARE(o.jobName, std::string("fashion-mnist-cnn"));
+        QCOMPARE(o.settings.run.model.name, std::string("cnn"));
+        QCOMPARE(o.settings.run.model.layers.size(), size_t(10));
+        QCOMPARE(o.settings.run.totalSteps, int64_t(20000));
+        QCOMPARE(o.settings.run.optimizer.kind, rookery::train::OptimizerKind::AdamW);
+        QCOMPARE(o.settings.run.optimizer.learningRate, 0.001);
+        QVERIFY(!o.jobNotes.empty());
+        CoordinatorOptions overridden;
+        QVERIFY(parse({"--job=" + cnn, "--steps", "50", "--lr", "0.002", "--model", "mlp"}, &overridden).run);
+        QCOMPARE(overridden.settings.run.totalSteps, int64_t(50));
+        QCOMPARE(overridden.settings.run.optimizer.learningRate, 0.002);
+        QCOMPARE(overridden.settings.run.model.name, std::string("mlp"));
+        QCOMPARE(overridden.settings.run.optimizer.kind, rookery::train::OptimizerKind::AdamW); // the job's
+        QTemporaryDir dir;
+        const std::string bad = dir.filePath(QStringLiteral("bad.json")).toStdString();
+        {
+            QFile f(QString::fromStdString(bad));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(R"({"rookery_job": 1, "name": "bad", "steps": 0, "model": {"zoo": "gpt"}})");
+        }
+        const auto r = parse({"--job", bad});
+        QVERIFY(!r.run);
+        QVERIFY2(r.error.find(bad + ": steps: must be from 1 to") != std::string::npos, r.error.c_str());
+        QVERIFY2(r.error.find(bad + ": model.zoo: unknown model 'gpt'") != std::string::npos, r.error.c_str());
+        const auto missing = parse({"--job", "/nonexistent/job.json"});
+        QVERIFY2(missing.error.find("cannot read the job file /nonexistent/job.json") != std::string::npos,
+                 missing.error.c_str());
+    }
+
     void badCommandLinesAreRefusedByName_data()
     {
         QTest::addColumn<QStringList>("args");

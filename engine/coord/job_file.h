@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "engine/coord/assignment.h"
+
+namespace rookery::coord {
+
+/// An operator's job: what a swarm trains, read from a JSON file (docs/job-file.md): the
+/// model as a list of layers, the optimizer, the batch, steps and seed, the averaging
+/// settings and the dataset by name and content hash.
+struct Job
+{
+    std::string name;          ///< the job's own name (shown to volunteers)
+    RunConfig run;             ///< runId left empty: the coordinator names the run
+    std::string datasetSha256; ///< datasetContentHash() of the dataset; empty: not checked
+};
+
+/// Reads `text` (the contents of `source`, named in messages) as a job and validates all
+/// of it before returning. Throws rookery::Error listing every problem found, one per
+/// line: "FILE:LINE:COLUMN: ..." where the JSON does not parse, else "FILE: FIELD: ..."
+/// naming the field (model.layers[2].out). Unknown fields are problems too, so that a
+/// misspelt one is not silently ignored.
+Job parseJob(std::string_view text, const std::string &source);
+
+/// parseJob() of the file at `path`; throws rookery::Error when it cannot be read.
+Job readJobFile(const std::filesystem::path &path);
+
+/// The content hash of a Fashion-MNIST-style IDX dataset in `dir`: the SHA-256 of the
+/// lines "<sha256 of the file>  <file name>\n" of its four files (train and t10k images
+/// and labels, .gz), in that order, as `sha256sum` prints them. Throws rookery::Error
+/// naming a file that is missing or unreadable.
+std::string datasetContentHash(const std::filesystem::path &dir);
+
+/// Throws rookery::Error when the dataset in `dir` does not match `job`'s hash (naming
+/// both hashes); does nothing when the job names none.
+void checkJobDataset(const Job &job, const std::filesystem::path &dir);
+
+} // namespace rookery::coord

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Job files: the reference jobs read into the models they describe; every field's
+// problem is named (field by field, all of them at once, line and column where the JSON
+// does not parse); the dataset's content hash catches a changed byte; and a job reaches
+// the nodes as it was written.
+#include <QtTest>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/common/error.h"
+#include "engine/coord/coordinator.h"
+#include "engine/coord/job_file.h"
+#include "engine/model/model_zoo.h"
+#include "tests/engine/coord/coord_test_support.h"
+#include "tests/support/test_support.h"
+
+using namespace rookery;
+using nlohmann::json;
+
+namespace {
+
+const std::filesystem::path kJobs = ROOKERY_JOBS_DIR;
+
+json referenceJob()
+{
+    std::ifstream in(kJobs / "mlp.json");
+    return json::parse(in);
+}
+
+// The problems parseJob() reports for `text`, one per line; empty when it is accepted.
+QStringList problemsOf(const std::string &text)
+{
+    try {
+        coord::parseJob(text, "job.json");
+        return {};
+    } catch (const Error &e) {
+        return QString::fromStdString(e.what()).split(QLatin1Char('\n'));
+    }
+}
+
+void writeFile(const std::filesystem::path &path, const std::string &bytes)
+{
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+}
+
+} // namespace
+
+class TestJobFile : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void theReferenceJobsDescribeTheZoosModels()
+    {
+        const auto mlp = coord::readJobFile(kJobs / "mlp.json");
+        QCOMPARE(mlp.name, std::string("fashion-mnist-mlp"));
+        QVERIFY(mlp.run.model == model::mlpSpec());
+        QCOMPARE(mlp.run.optimizer.kind, train::OptimizerKind::Sgd);
+        QCOMPARE(mlp.run.optimizer.learningRate, 0.05);
+        QCOMPARE(mlp.run.totalSteps, int64_t(10000));
+        QCOMPARE(mlp.datasetSha256.size(), size_t(64));
+        const auto cnn = coord::readJobFile(kJobs / "cnn.json");
+        QVERIFY(cnn.run.model == model::cnnSpec()); // maxpool's stride defaults to its kernel
+        QCOMPARE(cnn.run.optimizer.kind, train::OptimizerKind::AdamW);
+        QCOMPARE(cnn.run.optimizer.learningRate, 0.001);
+    }
+
+    void everyFieldIsChecked_data()
+    {
+        QTest::addColumn<QString>("pointer"); // a JSON pointer into the reference job
+        QTest::addColumn<QString>("value");   // JSON; "" removes the field
+        QTest::addColumn<QString>("says");
+        const auto row = [](const char *name, const char *pointer, const char *value, const char *says) {
+            QTest::newRow(name) << pointer << value << says;
+        };
+        row("format missing", "/rookery_job", "", "job.json: rookery_job: is missing");
+        row("format too new", "/rookery_job", "7", "rookery_job: format 7 is newer");
+        row("name missing", "/name", "", "job.json: name: is missing");
+        row("name empty", "/name", "\"\"", "name: must be 1 to 64 characters");
+        row("unknown top field", "/colour", "\"blue\"", "colour: unknown field (known here: rookery_job");
+        row("model missing", "/model", "", "model: is missing");
+        row("model not an object", "/model", "[]", "model: must be an object");
+        row("zoo unknown", "/model", "{\"zoo\": \"resnet\"}", "model.zoo: unknown model 'resnet'");
+        row("zoo and layers", "/model/zoo", "\"mlp\"", "model.layers: not with model.zoo");
+        row("input empty", "/model/input", "[]", "model.input: must be the shape of one sample");
+        row("input zero", "/model/input/1", "0", "model.input[1]: must be from 1 to 65536, not 0");
+        row("classes too few", "/model/classes", "1", "model.classes: must be from 2 to 100000, not 1");
+        row("layers empty", "/model/layers", "[]", "model.layers: must be a list of 1 to 1,024 layers");
+        row("layer not an object", "/model/layers/0", "\"flatten\"", "model.layers[0]: must be an object");
+        row("layer type missing", "/model/layers/0/type", "", "model.layers[0].type: is missing");
+        row("unknown layer type", "/model/layers/2/type", "\"attention\"",
+            "model.layers[2].type: unknown layer type 'attention' (known: flatten, linear, relu, conv2d, maxpool2d)");
+        row("layer field unknown", "/model/layers/2/heads", "4",
+            "model.layers[2].heads: unknown field (known here: type)");
+        row("linear out fraction", "/model/layers/1/out", "512.5",
+            "model.layers[1].out: must be a whole number, not 512.5");
+        row("linear in missing", "/model/layers/1/in", "", "model.layers[1].in: is missing");
+        row("linear in negative", "/model/layers/1/in", "-784",
+            "model.layers[1].in: must be from 1 to 1048576, not -784");
+        row("shapes do not chain", "/model/layers/3/in", "500",
+            "model: model layer 3 (Linear(500->512)): expects 500 features but receives 512");
+        row("logits not classes", "/model/layers/5/out", "11",
+            "model: model 'mlp' ends in 11 outputs but has 10 classes");
+        row("optimizer kind", "/optimizer/kind", "\"adam\"",
+            "optimizer.kind: must be \"sgd\" or \"adamw\", not \"adam\"");
+        row("lr negative", "/optimizer/lr", "-1", "optimizer.lr: must be from 1e-06 to 10, not -1");
+        row("lr text", "/optimizer/lr", "\"fast\"", "optimizer.lr: must be a number, not \"fast\"");
+        row("momentum too high", "/optimizer/momentum", "1.5", "optimizer.momentum: must be from 0 to 0.999");
+        row("weight decay", "/optimizer/weight_decay", "2", "optimizer.weight_decay: must be from 0 to 0.5");
+        row("optimizer field unknown", "/optimizer/schedule", "\"cosine\"", "optimizer.schedule: unknown field");
+        row("microbatch zero", "/microbatch", "0", "microbatch: must be from 1 to 60000, not 0");
+        row("accumulation", "/accumulation", "5000", "accumulation: must be from 1 to 4096, not 5000");
+        row("steps missing", "/steps", "", "steps: is missing");
+        row("steps zero", "/steps", "0", "steps: must be from 1 to");
+        row("seed negative", "/seed", "-1", "seed: must be from 0 to");
+        row("interval zero", "/averaging/interval", "0", "averaging.interval: must be from 1 to 1000000, not 0");
+        row("outer lr", "/averaging/outer_lr", "3", "averaging.outer_lr: must be from 0.001 to 2, not 3");
+        row("outer momentum", "/averaging/outer_momentum", "1", "averaging.outer_momentum: must be from 0 to 0.99");
+        row("overlap not bool", "/averaging/overlap", "1", "averaging.overlap: must be true or false, not 1");
+        row("dataset unknown", "/dataset/name", "\"cifar-10\"", "dataset.name: unknown dataset 'cifar-10'");
+        row("dataset hash short", "/dataset/sha256", "\"abc\"", "dataset.sha256: must be 64 lowercase hex digits");
+    }
+
+    void everyFieldIsChecked()
+    {
+        QFETCH(QString, pointer);
+        QFETCH(QString, value);
+        QFETCH(QString, says);
+        json job = referenceJob();
+        const json::json_pointer at(pointer.toStdString());
+        if (value.isEmpty())
+            job.at(at.parent_pointer()).erase(at.back());
+        else
+            job[at] = json::parse(value.toStdString());
+        const auto problems = problemsOf(job.dump(2));
+        QVERIFY2(!problems.isEmpty(), qPrintable(pointer + QStringLiteral(" was accepted")));
+        QVERIFY2(problems.join(QLatin1Char('\n')).contains(says), qPrintable(problems.join(QLatin1Char('\n'))));
+    }
+
+    void everyProblemIsReportedAtOnce()
+    {
+        json job = referenceJob();
+        job["model"]["layers"][2]["type"] = "attention";
+        job["optimizer"]["lr"] = -1;
+        job["steps"] = 0;
+        job["colour"] = "blue";
+        const auto problems = problemsOf(job.dump(2));
+        QCOMPARE(problems.size(), 4);
+        for (const auto &p : problems)
+            QVERIFY2(p.startsWith(QLatin1String("job.json: ")), qPrintable(p));
+    }
+
+    void brokenJsonNamesItsLineAndColumn()
+    {
+        const auto problems = problemsOf("{\n  \"rookery_job\": 1,\n  \"name\": \"x\",,\n}");
+        QCOMPARE(problems.size(), 1);
+        QVERIFY2(problems[0].startsWith(QLatin1String("job.json:3:15: not valid JSON")), qPrintable(problems[0]));
+        QVERIFY(problemsOf("[1, 2]").join(QString()).contains(QLatin1String("must be an object")));
+        QVERIFY_THROWS_EXCEPTION(Error, coord::readJobFile("/nonexistent/job.json"));
+    }
+
+    void theDatasetHashCatchesAChangedByte()
+    {
+        QTemporaryDir dir;
+        const std::filesystem::path d = dir.path().toStdString();
+        for (const char *name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                 "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+            writeFile(d / name, std::string("contents of ") + name);
+        const std::string hash = coord::datasetContentHash(d);
+        QCOMPARE(hash.size(), size_t(64));
+        QCOMPARE(coord::datasetContentHash(d), hash); // the same files, the same hash
+        coord::Job job;
+        job.datasetSha256 = hash;
+        coord::checkJobDataset(job, d); // matches: nothing thrown
+        writeFile(d / "t10k-labels-idx1-ubyte.gz", "contents of t10k-labels-idx1-ubyte.gZ");
+        QVERIFY(coord::datasetContentHash(d) != hash);
+        try {
+            coord::checkJobDataset(job, d);
+            QFAIL("a changed dataset was accepted");
+        } catch (const Error &e) {
+            const std::string what = e.what();
+            QVERIFY2(what.find(hash) != std::string::npos &&
+                         what.find(coord::datasetContentHash(d)) != std::string::npos,
+                     e.what());
+        }
+        std::filesystem::remove(d / "train-labels-idx1-ubyte.gz");
+        try {
+            (void)coord::datasetContentHash(d);
+            QFAIL("a missing file was not noticed");
+        } catch (const Error &e) {
+            QVERIFY2(std::string(e.what()).find("train-labels-idx1-ubyte.gz") != std::string::npos, e.what());
+        }
+        // The reference jobs name the Debian package's copy.
+        if (std::filesystem::exists(test::fashionMnistDir()))
+            QCOMPARE(coord::datasetContentHash(test::fashionMnistDir()),
+                     coord::readJobFile(kJobs / "mlp.json").datasetSha256);
+    }
+
+    // A job reaches the nodes as it was written: the run a node learns at registration is
+    // the job's (the coordinator names the run).
+    void aJobReachesTheNodesAsWritten()
+    {
+        const auto job = coord::readJobFile(kJobs / "cnn.json");
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.run = job.run;
+        coord::Coordinator c(s);
+        net::NetContext ctx(1);
+        test::TestNode node;
+        node.start(ctx, c.coordinatorAddress(), 50, 1u << 30);
+        QVERIFY(test::eventually([&] { return node.client->registration().has_value(); }));
+        auto received = node.client->registration()->run;
+        QVERIFY(!received.runId.empty());
+        received.runId.clear();
+        QVERIFY(received == job.run);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestJobFile)
+#include "tst_job_file.moc"
