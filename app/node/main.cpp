@@ -18,6 +18,7 @@
 #include "engine/control/control_host.h"
 #include "engine/device/profile_service.h"
 #include "engine/host/node_engine.h"
+#include "engine/net/wire_message.h"
 
 namespace {
 
@@ -160,6 +161,7 @@ host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
     s.swarm.mapPort = !o.noPortMapping;
     s.swarm.relayPort = uint16_t(o.serveRelay);
     s.swarm.relayBytesPerSecondPerPair = uint64_t(o.relayMbit * 1e6 / 8);
+    s.swarm.peerCompression = net::compressionFromName(o.peerCompression);
     s.swarm.port = uint16_t(o.port);
     if (o.local.checkpointEvery >= 0)
         s.swarm.checkpointEvery = o.local.checkpointEvery;

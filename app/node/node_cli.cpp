@@ -42,6 +42,9 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
                         "coordinator uses it while peers can dial this node; they see only ciphertext)");
     cli::addNumber(p, "--relay-mbit", o.relayMbit, 0, 100000, "MBIT",
                    "swarm: with --serve-relay, cap each relayed pair to this many Mbit/s each way (0: no cap)");
+    cli::addChoice(p, "--peer-compression", o.peerCompression, {"none", "fp16", "bf16"},
+                   "swarm: send tensors over the peer links this node dials as 16-bit values, half the bytes "
+                   "(for slow uplinks; docs/benchmarks.md, bench_wan)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
     cli::addWholeNumber(p, "--checkpoint-seconds", o.checkpointSeconds, 0, 86400, "S",
                         "swarm: checkpoint at most every S seconds (and every --checkpoint-every steps); a crash "
@@ -113,7 +116,7 @@ void checkCombinations(const CLI::App &p, const NodeOptions &o)
     if (o.join.empty())
         for (const char *swarmOnly :
              {"--name", "--bind", "--public-address", "--no-port-mapping", "--port", "--serve-relay", "--relay-mbit",
-              "--stay", "--status-port", "--checkpoint-seconds"})
+              "--stay", "--status-port", "--checkpoint-seconds", "--peer-compression"})
             if (p.count(swarmOnly))
                 throw Error(std::string(swarmOnly) + " goes with --join");
 }

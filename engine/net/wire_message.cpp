@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "engine/common/error.h"
+
 namespace rookery::net {
 namespace {
 
@@ -49,6 +51,14 @@ std::string_view compressionName(Compression c)
         return "bf16";
     }
     return "?";
+}
+
+Compression compressionFromName(std::string_view name)
+{
+    for (auto c : {Compression::None, Compression::Fp16, Compression::Bf16})
+        if (compressionName(c) == name)
+            return c;
+    throw Error("unknown compression '" + std::string(name) + "' (none, fp16, bf16)");
 }
 
 std::string_view messageName(const Message &message)

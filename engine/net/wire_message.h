@@ -22,6 +22,8 @@ enum class NodeRole : uint8_t { Node = 1, Coordinator = 2 };
 enum class Compression : uint8_t { None = 0, Fp16 = 1, Bf16 = 2 };
 
 std::string_view compressionName(Compression c);
+/// "none", "fp16" or "bf16"; throws rookery::Error naming the word otherwise.
+Compression compressionFromName(std::string_view name);
 
 /// Feature names a Hello may list (docs/protocol.md, "Features").
 inline constexpr std::string_view kFeatureFp16 = "compress-fp16";

@@ -184,7 +184,8 @@ void NodeRun::openMesh(const coord::Registration &registration)
     mc.credentials = {registration.certificatePem, m_prepared.identity.privateKeyPem(), registration.caCertificatePem};
     m_meshCertificate = registration.certificatePem;
     mc.wan = net::wanEmulationFromEnvironment(); // a testing option; off unless set
-    (void)testingMisbehaviour();                 // another; says so now, or refuses a bad value
+    mc.link.compression = s.peerCompression;
+    (void)testingMisbehaviour(); // another; says so now, or refuses a bad value
     // The governor's caps apply to every link (it outlives them).
     mc.link.upload = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.uploadLimiter());
     mc.link.download = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &governor.downloadLimiter());

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/device/governor_settings.h"
+#include "engine/net/wire_message.h"
 #include "engine/participant/assigned_stage.h"
 #include "engine/participant/join_state.h"
 
@@ -39,6 +40,10 @@ struct SwarmNodeSettings
     /// the peer port.
     uint16_t relayPort = 0;
     uint64_t relayBytesPerSecondPerPair = 0; ///< each direction; 0: no cap
+    /// What the peer links this node dials ask to carry tensors as: half-size 16-bit
+    /// values (activations, gradients, ring chunks, weights) or fp32 (None, the
+    /// default). The other end agrees unless it refuses compression.
+    net::Compression peerCompression = net::Compression::None;
     device::GovernorSettings governor;
     int64_t checkpointEvery = 50; ///< optimizer steps
     /// ... and at least this long apart (0: every checkpointEvery steps): a crash loses at

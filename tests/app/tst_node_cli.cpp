@@ -122,15 +122,17 @@ private Q_SLOTS:
         QCOMPARE(o.local.checkpointEvery, int64_t(-1));
         QCOMPARE(o.local.evalEvery, int64_t(-1));
         QCOMPARE(o.checkpointSeconds, -1);
+        QCOMPARE(o.peerCompression, std::string("none"));
 
         NodeOptions given;
         r = parse({"--join", "wss://h:1/#sha256=ab", "--checkpoint-every", "10", "--eval-every", "0",
-                   "--checkpoint-seconds", "0"},
+                   "--checkpoint-seconds", "0", "--peer-compression", "bf16"},
                   &given);
         QVERIFY2(r.run, r.error.c_str());
         QCOMPARE(given.local.checkpointEvery, int64_t(10));
         QCOMPARE(given.local.evalEvery, int64_t(0));
         QCOMPARE(given.checkpointSeconds, 0);
+        QCOMPARE(given.peerCompression, std::string("bf16"));
         // A swarm setting: not without --join.
         NodeOptions local;
         r = parse({"--checkpoint-seconds", "5"}, &local);
@@ -203,6 +205,11 @@ private Q_SLOTS:
              {"--name", "--bind", "--public-address", "--port", "--serve-relay", "--status-port"})
             QTest::newRow(swarmOnly) << QStringList{swarmOnly, "1"} << QString("%1 goes with --join").arg(swarmOnly);
         QTest::newRow("--stay") << QStringList{"--stay"} << "--stay goes with --join";
+        QTest::newRow("--peer-compression alone")
+            << QStringList{"--peer-compression", "fp16"} << "--peer-compression goes with --join";
+        QTest::newRow("unknown compression")
+            << QStringList{"--join", "wss://h:1/#sha256=ab", "--peer-compression", "zstd"}
+            << "--peer-compression: 'zstd' is not one of none|fp16|bf16";
         QTest::newRow("--no-port-mapping") << QStringList{"--no-port-mapping"} << "--no-port-mapping goes with --join";
         QTest::newRow("--relay-mbit alone")
             << QStringList{"--join", "wss://h:1/#sha256=" + QString(64, 'a'), "--relay-mbit", "10"}
