@@ -140,11 +140,12 @@ struct LayerType
     const char *name;
     model::LayerKind kind;
 };
-constexpr std::array<LayerType, 5> kLayerTypes{{{"flatten", model::LayerKind::Flatten},
+constexpr std::array<LayerType, 6> kLayerTypes{{{"flatten", model::LayerKind::Flatten},
                                                 {"linear", model::LayerKind::Linear},
                                                 {"relu", model::LayerKind::ReLU},
                                                 {"conv2d", model::LayerKind::Conv2d},
-                                                {"maxpool2d", model::LayerKind::MaxPool2d}}};
+                                                {"maxpool2d", model::LayerKind::MaxPool2d},
+                                                {"residual", model::LayerKind::Residual}}};
 
 void readLayer(Reader &r, const json &j, const std::string &field, model::LayerSpec &layer)
 {
@@ -186,6 +187,16 @@ void readLayer(Reader &r, const json &j, const std::string &field, model::LayerS
             r.integer(j, field, "kernel", layer.kernel, 1, 64, true);
             layer.stride = layer.kernel; // as PyTorch's default
             r.integer(j, field, "stride", layer.stride, 1, 64);
+        }
+        break;
+    case model::LayerKind::Residual:
+        if (r.object(j, field, {"type", "channels", "kernel"})) {
+            r.integer(j, field, "channels", layer.in, 1, 4096, true);
+            layer.out = layer.in;
+            layer.kernel = 3;
+            r.integer(j, field, "kernel", layer.kernel, 1, 15);
+            if (layer.kernel % 2 == 0)
+                r.problem(field + ".kernel", "must be odd (the block keeps its input's height and width)");
         }
         break;
     case model::LayerKind::Flatten:

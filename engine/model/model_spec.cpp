@@ -69,6 +69,19 @@ LayerEffect applyLayer(size_t index, const LayerSpec &layer, const Shape &in)
         e.flopsPerSample = double(e.out.elements()) * layer.kernel * layer.kernel;
         return e;
     }
+    case LayerKind::Residual: {
+        if (layer.in <= 0 || layer.out != layer.in || layer.kernel <= 0 || layer.kernel % 2 == 0)
+            badLayer(index, layer, "needs positive channels, out equal to in, and an odd kernel");
+        if (in.dims.size() != 3 || in.dims[0] != layer.in)
+            badLayer(index, layer,
+                     "expects " + std::to_string(layer.in) + " input channels (CxHxW) but receives " + in.describe());
+        e.out = in;
+        const double convWeights = double(layer.in * layer.in * layer.kernel * layer.kernel);
+        e.parameters = 2 * (layer.in * layer.in * layer.kernel * layer.kernel + layer.in);
+        // Two convolutions at full size, their two ReLUs and the sum.
+        e.flopsPerSample = 2 * 2.0 * convWeights * double(in.dims[1] * in.dims[2]) + 3.0 * double(in.elements());
+        return e;
+    }
     }
     badLayer(index, layer, "unknown layer kind");
 }
@@ -88,6 +101,8 @@ std::string_view layerKindName(LayerKind kind)
         return "Conv2d";
     case LayerKind::MaxPool2d:
         return "MaxPool2d";
+    case LayerKind::Residual:
+        return "Residual";
     }
     return "Unknown";
 }
@@ -103,6 +118,8 @@ std::string LayerSpec::describe() const
                std::to_string(stride) + " p" + std::to_string(padding) + ")";
     case LayerKind::MaxPool2d:
         return name + "(k" + std::to_string(kernel) + " s" + std::to_string(stride) + ")";
+    case LayerKind::Residual:
+        return name + "(" + std::to_string(in) + ", k" + std::to_string(kernel) + ")";
     default:
         return name;
     }

@@ -8,7 +8,10 @@
 
 namespace rookery::model {
 
-enum class LayerKind { Flatten, Linear, ReLU, Conv2d, MaxPool2d };
+/// Residual: a block y = relu(x + conv(relu(conv(x)))) of two `kernel` x `kernel`
+/// convolutions over `in` channels (stride 1, "same" padding), one unit for the
+/// partitioner, which cuts between layers only: never inside the block.
+enum class LayerKind { Flatten, Linear, ReLU, Conv2d, MaxPool2d, Residual };
 
 std::string_view layerKindName(LayerKind kind);
 
@@ -16,9 +19,9 @@ std::string_view layerKindName(LayerKind kind);
 struct LayerSpec
 {
     LayerKind kind = LayerKind::ReLU;
-    int64_t in = 0;  ///< Linear: input features; Conv2d: input channels
-    int64_t out = 0; ///< Linear: output features; Conv2d: output channels
-    int kernel = 0;  ///< Conv2d, MaxPool2d
+    int64_t in = 0;  ///< Linear: input features; Conv2d, Residual: input channels
+    int64_t out = 0; ///< Linear: output features; Conv2d: output channels; Residual: = in
+    int kernel = 0;  ///< Conv2d, MaxPool2d, Residual (odd)
     int stride = 1;  ///< Conv2d, MaxPool2d
     int padding = 0; ///< Conv2d
 

@@ -13,7 +13,8 @@ using nlohmann::json;
 
 LayerKind kindFromName(const std::string &name)
 {
-    for (auto kind : {LayerKind::Flatten, LayerKind::Linear, LayerKind::ReLU, LayerKind::Conv2d, LayerKind::MaxPool2d})
+    for (auto kind : {LayerKind::Flatten, LayerKind::Linear, LayerKind::ReLU, LayerKind::Conv2d, LayerKind::MaxPool2d,
+                      LayerKind::Residual})
         if (layerKindName(kind) == name)
             return kind;
     throw Error("model spec: unknown layer kind '" + name + "'");
@@ -26,10 +27,12 @@ std::string toJson(const ModelSpec &spec)
     json layers = json::array();
     for (const auto &l : spec.layers) {
         json j = {{"kind", std::string(layerKindName(l.kind))}};
-        if (l.kind == LayerKind::Linear || l.kind == LayerKind::Conv2d) {
+        if (l.kind == LayerKind::Linear || l.kind == LayerKind::Conv2d || l.kind == LayerKind::Residual) {
             j["in"] = l.in;
             j["out"] = l.out;
         }
+        if (l.kind == LayerKind::Residual)
+            j["kernel"] = l.kernel;
         if (l.kind == LayerKind::Conv2d || l.kind == LayerKind::MaxPool2d) {
             j["kernel"] = l.kernel;
             j["stride"] = l.stride;

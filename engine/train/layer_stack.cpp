@@ -22,6 +22,23 @@ void initUniform(torch::nn::Module &module, int64_t fanIn, uint64_t seed, size_t
         p.uniform_(-bound, bound, generator);
 }
 
+// y = relu(x + conv2(relu(conv1(x)))): StageCompute::run applies the same with
+// explicit weights.
+class ResidualBlockImpl : public torch::nn::Module
+{
+public:
+    ResidualBlockImpl(int64_t channels, int64_t kernel)
+        : conv1(register_module(
+              "conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, channels, kernel).padding(kernel / 2))))
+        , conv2(register_module(
+              "conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, channels, kernel).padding(kernel / 2))))
+    { }
+    torch::Tensor forward(torch::Tensor x) { return torch::relu(x + conv2(torch::relu(conv1(x)))); }
+
+    torch::nn::Conv2d conv1, conv2;
+};
+TORCH_MODULE(ResidualBlock);
+
 } // namespace
 
 LayerStackImpl::LayerStackImpl(const model::ModelSpec &spec, size_t firstIndex, uint64_t seed)
@@ -56,6 +73,12 @@ LayerStackImpl::LayerStackImpl(const model::ModelSpec &spec, size_t firstIndex, 
             m_layers.emplace_back(
                 register_module(name, torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(l.kernel).stride(l.stride))));
             break;
+        case LayerKind::Residual: {
+            auto m = register_module(name, ResidualBlock(l.in, l.kernel));
+            initUniform(*m, l.in * l.kernel * l.kernel, seed, index);
+            m_layers.emplace_back(m);
+            break;
+        }
         }
     }
 }

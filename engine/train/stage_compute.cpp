@@ -38,13 +38,16 @@ StageCompute::StageCompute(const model::ModelSpec &spec, size_t first, size_t la
     auto named = m_net->named_parameters();
     for (size_t i = 0; i < slice.layers.size(); ++i) {
         LayerSlot slot{slice.layers[i], -1};
+        // The layer's parameters in the order its module registered them: weight and
+        // bias, or a block's (conv1.weight, conv1.bias, conv2.weight, conv2.bias).
         const std::string prefix = std::to_string(first + i) + ".";
-        if (const auto *weight = named.find(prefix + "weight")) {
-            slot.weight = int(m_live.size());
-            m_live.push_back(*weight);
-            m_live.push_back(named[prefix + "bias"]);
-            m_names.push_back(prefix + "weight");
-            m_names.push_back(prefix + "bias");
+        for (const auto &item : named) {
+            if (item.key().rfind(prefix, 0) != 0)
+                continue;
+            if (slot.weight < 0)
+                slot.weight = int(m_live.size());
+            m_live.push_back(item.value());
+            m_names.push_back(item.key());
         }
         m_layers.push_back(slot);
     }
@@ -79,6 +82,13 @@ torch::Tensor StageCompute::run(torch::Tensor x, const std::vector<torch::Tensor
         case LayerKind::MaxPool2d:
             x = torch::max_pool2d(x, {l.kernel, l.kernel}, {l.stride, l.stride});
             break;
+        case LayerKind::Residual: {
+            const size_t k = size_t(layer.weight);
+            const int64_t pad = l.kernel / 2;
+            auto y = torch::relu(torch::conv2d(x, w[k], w[k + 1], {1, 1}, {pad, pad}));
+            x = torch::relu(x + torch::conv2d(y, w[k + 2], w[k + 3], {1, 1}, {pad, pad}));
+            break;
+        }
         }
     }
     return x;

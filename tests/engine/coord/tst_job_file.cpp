@@ -92,7 +92,8 @@ private Q_SLOTS:
         row("layer not an object", "/model/layers/0", "\"flatten\"", "model.layers[0]: must be an object");
         row("layer type missing", "/model/layers/0/type", "", "model.layers[0].type: is missing");
         row("unknown layer type", "/model/layers/2/type", "\"attention\"",
-            "model.layers[2].type: unknown layer type 'attention' (known: flatten, linear, relu, conv2d, maxpool2d)");
+            "model.layers[2].type: unknown layer type 'attention' (known: flatten, linear, relu, conv2d, maxpool2d, "
+            "residual)");
         row("layer field unknown", "/model/layers/2/heads", "4",
             "model.layers[2].heads: unknown field (known here: type)");
         row("linear out fraction", "/model/layers/1/out", "512.5",
@@ -138,6 +139,30 @@ private Q_SLOTS:
         const auto problems = problemsOf(job.dump(2));
         QVERIFY2(!problems.isEmpty(), qPrintable(pointer + QStringLiteral(" was accepted")));
         QVERIFY2(problems.join(QLatin1Char('\n')).contains(says), qPrintable(problems.join(QLatin1Char('\n'))));
+    }
+
+    void residualBlocksAreOneLayer()
+    {
+        const auto job = coord::readJobFile(kJobs / "rescnn.json");
+        QVERIFY(model::parameterCount(job.run.model) >= 1'000'000 && model::parameterCount(job.run.model) <= 5'000'000);
+        int blocks = 0;
+        for (const auto &l : job.run.model.layers)
+            if (l.kind == model::LayerKind::Residual) {
+                ++blocks;
+                QCOMPARE(l.out, l.in);
+                QCOMPARE(l.kernel, 3);
+            }
+        QCOMPARE(blocks, 3);
+        json bad = json::parse(R"({"rookery_job": 1, "name": "r", "steps": 10, "model": {"input": [1, 28, 28],
+            "classes": 10, "layers": [{"type": "conv2d", "in": 1, "out": 8, "kernel": 3, "padding": 1},
+            {"type": "residual", "channels": 8, "kernel": 4}, {"type": "residual", "channels": 16},
+            {"type": "flatten"}, {"type": "linear", "in": 6272, "out": 10}]}})");
+        const auto problems = problemsOf(bad.dump()).join(QLatin1Char('\n'));
+        QVERIFY2(problems.contains(QLatin1String("model.layers[1].kernel: must be odd")), qPrintable(problems));
+        bad["model"]["layers"][1]["kernel"] = 3;
+        const auto chained = problemsOf(bad.dump()).join(QLatin1Char('\n'));
+        QVERIFY2(chained.contains(QLatin1String("model layer 2 (Residual(16, k3)): expects 16 input channels")),
+                 qPrintable(chained));
     }
 
     void everyProblemIsReportedAtOnce()

@@ -40,6 +40,33 @@ private Q_SLOTS:
         QCOMPARE(costs[3].parameters, int64_t(16 * 32 * 9 + 32));
     }
 
+    // A residual block keeps its input's shape, holds two convolutions' parameters and
+    // counts both at full size; it is refused on the wrong channels, an even kernel or
+    // out unequal to in, and survives the JSON a node receives.
+    void residualBlocks()
+    {
+        ModelSpec s;
+        s.name = "res";
+        s.input = Shape{{16, 14, 14}};
+        s.classes = 10;
+        s.layers = {
+            {LayerKind::Residual, 16, 16, 3, 1, 0}, {LayerKind::Flatten}, {LayerKind::Linear, 16 * 14 * 14, 10}};
+        const auto costs = layerCosts(s, 4);
+        QCOMPARE(costs[0].outputShape, (Shape{{16, 14, 14}}));
+        QCOMPARE(costs[0].parameters, int64_t(2 * (16 * 16 * 9 + 16)));
+        QCOMPARE(costs[0].forwardFlops, (2 * 2.0 * 16 * 16 * 9 * 14 * 14 + 3.0 * 16 * 14 * 14) * 4);
+        QCOMPARE(costs[0].activationBytes, int64_t(16 * 14 * 14 * 4 * 4));
+        QCOMPARE(s.layers[0].describe(), std::string("Residual(16, k3)"));
+        QVERIFY(modelSpecFromJson(toJson(s)) == s);
+        for (auto broken :
+             {LayerSpec{LayerKind::Residual, 8, 8, 3, 1, 0}, LayerSpec{LayerKind::Residual, 16, 16, 2, 1, 0},
+              LayerSpec{LayerKind::Residual, 16, 32, 3, 1, 0}}) {
+            ModelSpec b = s;
+            b.layers[0] = broken;
+            QVERIFY_THROWS_EXCEPTION(Error, validate(b));
+        }
+    }
+
     void rejectsMismatchedLayers()
     {
         ModelSpec bad = mlpSpec();

@@ -38,6 +38,29 @@ double worstRelativeDifference(const std::vector<NamedTensor> &a, const std::vec
     return worst;
 }
 
+// A zoo model by name, or "residual": a small CNN of residual blocks (each one unit
+// the pipeline may not cut inside), so the stages' explicit-weight path is checked
+// against the block's module.
+model::ModelSpec specNamed(const QString &name)
+{
+    if (name != QLatin1String("residual"))
+        return model::modelByName(name.toStdString());
+    using model::LayerKind;
+    model::ModelSpec s;
+    s.name = "residual";
+    s.input = model::Shape{{1, 28, 28}};
+    s.classes = 10;
+    s.layers = {{LayerKind::Conv2d, 1, 8, 3, 1, 1},
+                {LayerKind::ReLU},
+                {LayerKind::Residual, 8, 8, 3, 1, 0},
+                {LayerKind::MaxPool2d, 0, 0, 2, 2, 0},
+                {LayerKind::Residual, 8, 8, 3, 1, 0},
+                {LayerKind::MaxPool2d, 0, 0, 2, 2, 0},
+                {LayerKind::Flatten},
+                {LayerKind::Linear, 8 * 7 * 7, 10}};
+    return s;
+}
+
 } // namespace
 
 class TestPipelineSync : public QObject
@@ -71,6 +94,8 @@ private Q_SLOTS:
         QTest::newRow("mlp 3 stages adamw") << "mlp" << std::vector<size_t>{2, 5} << adamw << 40;
         QTest::newRow("cnn 2 stages sgd") << "cnn" << std::vector<size_t>{3} << sgd << 15;
         QTest::newRow("cnn 3 stages sgd") << "cnn" << std::vector<size_t>{3, 7} << sgd << 15;
+        QTest::newRow("residual 2 stages sgd") << "residual" << std::vector<size_t>{2} << sgd << 15;
+        QTest::newRow("residual 3 stages adamw") << "residual" << std::vector<size_t>{3, 5} << adamw << 15;
     }
 
     void matchesUnsplitTrainer()
@@ -80,7 +105,7 @@ private Q_SLOTS:
         QFETCH(int, optimizer);
         QFETCH(int, steps);
         train::TrainerConfig tc;
-        tc.model = model::modelByName(model.toStdString());
+        tc.model = specNamed(model);
         tc.optimizer.kind = train::OptimizerKind(optimizer);
         tc.optimizer.learningRate = tc.optimizer.kind == train::OptimizerKind::Sgd ? 0.05 : 1e-3;
         tc.optimizer.weightDecay = 1e-4;
