@@ -78,37 +78,48 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         dc.initialBackoff = config.initialBackoff;
         dc.maxBackoff = config.maxBackoff;
         std::weak_ptr<Impl> weak = shared_from_this();
+        uint64_t serial;
+        {
+            std::lock_guard lock(mutex);
+            serial = ++linkSerial;
+        }
         net::LinkEvents le;
-        le.opened = [weak](const std::shared_ptr<net::Link> &l) {
+        le.opened = [weak, serial](const std::shared_ptr<net::Link> &l) {
             if (auto self = weak.lock())
-                self->onOpened(l);
+                self->onOpened(l, serial);
         };
-        le.message = [weak](const std::shared_ptr<net::Link> &l, net::Message &&m) {
+        le.message = [weak, serial](const std::shared_ptr<net::Link> &l, net::Message &&m) {
             if (auto self = weak.lock())
-                self->onMessage(l, std::move(m));
+                self->onMessage(l, std::move(m), serial);
         };
-        le.closed = [weak](const std::shared_ptr<net::Link> &l, const net::CloseInfo &info) {
+        le.closed = [weak, serial](const std::shared_ptr<net::Link> &l, const net::CloseInfo &info) {
             if (auto self = weak.lock())
-                self->onClosed(l, info);
+                self->onClosed(l, info, serial);
         };
         auto l = net::dial(*context, std::move(dc), std::move(le));
         std::lock_guard lock(mutex);
-        link = std::move(l);
+        if (serial == linkSerial) // its events may have come first and set it already
+            link = std::move(l);
         if (stopped)
             link->close("stopped");
     }
 
     // A link this client has replaced (a renewal) may still come and go: it is closed,
-    // and what it says is not heard.
-    bool isCurrent(const std::shared_ptr<net::Link> &l)
+    // and what it says is not heard. Links are told apart by the serial of the start()
+    // that dialled them, not by the pointer start() stores: on a loaded machine the new
+    // link's first events can come before dial() has returned it.
+    bool isCurrent(const std::shared_ptr<net::Link> &l, uint64_t serial)
     {
         std::lock_guard lock(mutex);
-        return l == link;
+        if (serial != linkSerial)
+            return false;
+        link = l;
+        return true;
     }
 
-    void onOpened(const std::shared_ptr<net::Link> &l)
+    void onOpened(const std::shared_ptr<net::Link> &l, uint64_t serial)
     {
-        if (!isCurrent(l))
+        if (!isCurrent(l, serial))
             return l->close("replaced by a newer connection");
         net::Register r;
         {
@@ -132,9 +143,9 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         notify(&CoordinatorClientEvents::connection, true);
     }
 
-    void onMessage(const std::shared_ptr<net::Link> &l, net::Message &&m)
+    void onMessage(const std::shared_ptr<net::Link> &l, net::Message &&m, uint64_t serial)
     {
-        if (!isCurrent(l))
+        if (!isCurrent(l, serial))
             return;
         if (auto *reply = std::get_if<net::RegisterReply>(&m))
             return onRegistered(l, *reply);
@@ -305,15 +316,16 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         closedCv.wait_for(lock, std::chrono::seconds(1), [&] { return !connected; });
     }
 
-    void onClosed(const std::shared_ptr<net::Link> &closed, const net::CloseInfo &info)
+    void onClosed(const std::shared_ptr<net::Link> &closed, const net::CloseInfo &info, uint64_t serial)
     {
         bool was;
         bool report;
         bool retrying;
         {
             std::lock_guard lock(mutex);
-            if (link && closed != link)
+            if (serial != linkSerial)
                 return; // a link this client already replaced (a renewal)
+            link = closed;
             was = connected;
             connected = registered = false;
             ++generation;
@@ -413,6 +425,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
 
     mutable std::mutex mutex;
     std::shared_ptr<net::Link> link;
+    uint64_t linkSerial = 0;          ///< start()s so far: the newest dialled link's serial
     std::condition_variable closedCv; // leave() and stop() wait, briefly, for the goodbye to go out
     bool connected = false, registered = false, stopped = false, refused = false;
     int limitedStrikes = 0;  ///< "wait" answers in a row; reset by a registration
