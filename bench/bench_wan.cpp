@@ -160,6 +160,13 @@ Outcome swarmRun(const RunSpec &spec, int64_t steps, int64_t evalEvery, const st
     return o;
 }
 
+void printPipelineRun(const std::string &what, const Outcome &o)
+{
+    std::printf("  %-24s %8s samples/s  window %d, mean staleness %.2f, to 85%%: %s samples, final accuracy %.2f%%\n",
+                (what + ":").c_str(), format::count(int64_t(o.samplesPerSecond)).c_str(), o.window, o.staleness,
+                o.samplesToTarget < 0 ? "not" : format::count(o.samplesToTarget).c_str(), o.finalAccuracy * 100);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -177,11 +184,7 @@ int main(int argc, char **argv)
         std::vector<std::pair<int, Outcome>> runs;
         for (const int rtt : {0, 20, 50, 100}) {
             const auto o = swarmRun({rtt}, steps, evalEvery, work / ("rtt" + std::to_string(rtt)));
-            std::printf("  round trip %3d ms: %8s samples/s  window %d, mean staleness %.2f, to 85%%: %s samples, "
-                        "final accuracy %.2f%%\n",
-                        rtt, format::count(int64_t(o.samplesPerSecond)).c_str(), o.window, o.staleness,
-                        o.samplesToTarget < 0 ? "not" : format::count(o.samplesToTarget).c_str(),
-                        o.finalAccuracy * 100);
+            printPipelineRun("round trip " + std::to_string(rtt) + " ms", o);
             runs.emplace_back(rtt, o);
         }
         // At 50 ms, tensors as 16-bit values: half the bytes on a link that is the
@@ -191,11 +194,7 @@ int main(int argc, char **argv)
             RunSpec spec{50};
             spec.compression = c;
             const auto o = swarmRun(spec, steps, evalEvery, work / (std::string("rtt50-") + c));
-            std::printf("  round trip  50 ms, %s: %8s samples/s  window %d, mean staleness %.2f, to 85%%: %s samples, "
-                        "final accuracy %.2f%%\n",
-                        c, format::count(int64_t(o.samplesPerSecond)).c_str(), o.window, o.staleness,
-                        o.samplesToTarget < 0 ? "not" : format::count(o.samplesToTarget).c_str(),
-                        o.finalAccuracy * 100);
+            printPipelineRun(std::string("round trip 50 ms, ") + c, o);
             compressed.emplace_back(c, o);
         }
 
