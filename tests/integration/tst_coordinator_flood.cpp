@@ -10,6 +10,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
@@ -64,6 +65,7 @@ struct Wave
     std::mutex mutex;
     std::condition_variable changed;
     int inFlight = 0;
+    int openNow = 0, mostOpen = 0; ///< links open at once (under `mutex`)
 
     bool run(net::NetContext &ctx, const net::CoordinatorAddress &address, int total, int window,
              const std::function<void(const std::shared_ptr<net::Link> &, const net::Identity &)> &onOpen,
@@ -86,17 +88,25 @@ struct Wave
             dc.reconnect = false;
             dc.localAddress = kAttacker;
             net::LinkEvents e;
-            e.opened = [this, id, onOpen](const std::shared_ptr<net::Link> &l) {
+            auto wasOpen = std::make_shared<std::atomic<bool>>(false);
+            e.opened = [this, id, onOpen, wasOpen](const std::shared_ptr<net::Link> &l) {
                 ++opened;
+                {
+                    std::lock_guard lock(mutex);
+                    mostOpen = std::max(mostOpen, ++openNow);
+                }
+                *wasOpen = true;
                 onOpen(l, *id);
             };
             e.message = [this](const std::shared_ptr<net::Link> &, net::Message &&m) {
                 if (const auto *err = std::get_if<net::CoordinatorError>(&m))
                     ++(err->code == net::CoordinatorErrorCode::NotInvited ? notInvited : limited);
             };
-            e.closed = [this](const std::shared_ptr<net::Link> &, const net::CloseInfo &) {
+            e.closed = [this, wasOpen](const std::shared_ptr<net::Link> &, const net::CloseInfo &) {
                 ++closed;
                 std::lock_guard lock(mutex);
+                if (wasOpen->exchange(false))
+                    --openNow;
                 --inFlight;
                 changed.notify_all();
             };
@@ -190,15 +200,16 @@ private Q_SLOTS:
         QVERIFY(registrations.notInvited >= 40 && registrations.notInvited <= 42 + registrationSeconds / 2);
         QCOMPARE(registrations.notInvited + registrations.limited, registrations.opened.load());
 
-        // 2. 2,000 idle links at once: 64 get in; the others are closed at the door, and
-        // those 64 when they have not registered within 10 s.
+        // 2. 2,000 idle links at once: at most 64 are in at a time; the others are closed
+        // at the door, and those 64 when they have not registered within 10 s (on a
+        // loaded machine the wave outlasts those 10 s, and more get in as places free).
         Wave idle;
         phase("2,000 idle links", [&] {
             QVERIFY(idle.run(
                 attackNet, bare, 2000, 2000, [](const auto &, const net::Identity &) {}, 60s));
         });
-        qInfo("idle: %d of 2,000 opened", idle.opened.load());
-        QVERIFY(idle.opened > 0 && idle.opened <= 64);
+        qInfo("idle: %d of 2,000 opened, at most %d at once", idle.opened.load(), idle.mostOpen);
+        QVERIFY(idle.opened > 0 && idle.mostOpen <= 64);
 
         // 3. 2,000 links whose first message is over the 64 KiB the coordinator takes from
         // a node: each is closed after at most 64 KiB.
