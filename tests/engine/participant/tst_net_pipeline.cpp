@@ -128,8 +128,10 @@ private Q_SLOTS:
         largeAsSeen.address = "127.0.0.1:9"; // nothing listens there: only its own dial can link them
         small.mesh->setPeers({largeAsSeen}, false);
         large.mesh->setPeers({small.address()}, true);
-        QVERIFY(test::waitFor([&] { return small.mesh->isUp(large.identity.nodeId()); }, 10s));
-        QVERIFY(large.mesh->isUp(small.identity.nodeId()));
+        // Each side sees the link open on its own thread, in either order: wait for both.
+        QVERIFY(test::waitFor(
+            [&] { return small.mesh->isUp(large.identity.nodeId()) && large.mesh->isUp(small.identity.nodeId()); },
+            10s));
     }
 
     void matchesTheInProcessPipeline()
