@@ -33,8 +33,10 @@
 #include "engine/common/log.h"
 #include "engine/common/splitmix64.h"
 #include "engine/coord/coordinator_client.h"
+#include "engine/coord/wire_convert.h"
 #include "engine/device/capability_profile.h"
 #include "engine/model/model_zoo.h"
+#include "engine/net/wire_codec.h"
 #include "engine/swarm/swarm_planner.h"
 
 using namespace rookery;
@@ -209,6 +211,7 @@ struct Swarm
     std::vector<double> registrationMs;
     std::vector<double> roundTripMs;
     std::atomic<int> registered{0}, registrations{0}, errors{0}, assignments{0};
+    std::atomic<int> assignmentBytesMax{0}; // the largest assignment as it travels (an AssignmentUpdate frame)
     std::atomic<bool> measuring{false};
     std::vector<std::unique_ptr<coord::CoordinatorClient>> clients;
 };
@@ -248,7 +251,13 @@ void startNodes(Swarm &swarm, net::NetContext &ctx, const net::CoordinatorAddres
             std::lock_guard lock(swarm.mutex);
             swarm.roundTripMs.push_back(double(rtt.count()) / 1000.0);
         };
-        e.assignmentChanged = [&swarm](const coord::Assignment &) { ++swarm.assignments; };
+        e.assignmentChanged = [&swarm](const coord::Assignment &a) {
+            ++swarm.assignments;
+            const int bytes = int(net::encodeFrame(net::AssignmentUpdate{coord::toWire(a)}).size());
+            for (int seen = swarm.assignmentBytesMax; bytes > seen;)
+                if (swarm.assignmentBytesMax.compare_exchange_weak(seen, bytes))
+                    break;
+        };
         e.error = [&swarm](const std::string &text) {
             if (swarm.errors++ < 5)
                 std::fprintf(stderr, "node error: %s\n", text.c_str());
@@ -383,7 +392,8 @@ int runClients(const ClientArgs &a)
         }
         writeAll(STDOUT_FILENO, "P " + std::to_string(swarm.registered.load()) + " " +
                                     std::to_string(swarm.errors.load()) + " " +
-                                    std::to_string(swarm.assignments.load()) + " " + std::to_string(training) + "\n");
+                                    std::to_string(swarm.assignments.load()) + " " + std::to_string(training) + " " +
+                                    std::to_string(swarm.assignmentBytesMax.load()) + "\n");
     }
     ramp.join();
     std::lock_guard lock(swarm.mutex);
@@ -396,7 +406,7 @@ struct ClientProcess
     pid_t pid = -1;
     int in = -1, out = -1; // its stdin (we write), its stdout (we read)
     std::string buffer;
-    int registered = 0, errors = 0, assignments = 0, training = 0;
+    int registered = 0, errors = 0, assignments = 0, training = 0, assignmentBytesMax = 0;
 };
 
 ClientProcess spawnClients(const ClientArgs &a)
@@ -452,8 +462,8 @@ std::vector<std::pair<size_t, std::string>> readClients(std::vector<ClientProces
         for (size_t eol; (eol = b.find('\n')) != std::string::npos; b.erase(0, eol + 1)) {
             std::string line = b.substr(0, eol);
             if (line.rfind("P ", 0) == 0)
-                std::sscanf(line.c_str(), "P %d %d %d %d", &procs[i].registered, &procs[i].errors,
-                            &procs[i].assignments, &procs[i].training);
+                std::sscanf(line.c_str(), "P %d %d %d %d %d", &procs[i].registered, &procs[i].errors,
+                            &procs[i].assignments, &procs[i].training, &procs[i].assignmentBytesMax);
             else
                 lines.emplace_back(i, std::move(line));
         }
@@ -619,6 +629,9 @@ int main(int argc, char **argv)
         const int errors = sumOf(procs, &ClientProcess::errors);
         pushes = sumOf(procs, &ClientProcess::assignments);
         const int training = sumOf(procs, &ClientProcess::training);
+        int assignmentBytesMax = 0;
+        for (const auto &p : procs)
+            assignmentBytesMax = std::max(assignmentBytesMax, p.assignmentBytesMax);
         for (auto &p : procs) {
             writeAll(p.in, "quit\n");
             close(p.in);
@@ -638,6 +651,7 @@ int main(int argc, char **argv)
                     "assignment pushes %d: %.2f a node; %d training)\n",
                     registered, processes, rampMs, registered / (rampMs / 1000), lost, errors, pushes,
                     double(pushes) / nodes, training);
+        std::printf("largest assignment a node received: %d bytes on the wire\n", assignmentBytesMax);
         std::printf("registration (connect + TLS + register): p50 %.1f ms, p99 %.1f ms\n", percentile(reg, 0.5),
                     percentile(reg, 0.99));
         std::printf("heartbeats over %.0f s: %zu round trips, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", windowS,
@@ -667,6 +681,7 @@ int main(int argc, char **argv)
         report.add("assignment_pushes", double(pushes));
         report.add("pushes_per_node", double(pushes) / nodes);
         report.add("nodes_training", double(training));
+        report.add("assignment_bytes_max", double(assignmentBytesMax));
         report.add("coordinator_cpu_s_registration", steadyStart.cpuSeconds - before.cpuSeconds);
         report.add("coordinator_cpu_s_heartbeats", cpuSteady);
         report.add("coordinator_cpu_percent_heartbeats", 100 * cpuSteady / windowS);

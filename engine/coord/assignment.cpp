@@ -64,10 +64,19 @@ bool Assignment::namesPeer(const std::string &nodeId) const
     if (previous.nodeId == nodeId || next.nodeId == nodeId || weightsFrom.nodeId == nodeId)
         return true;
     for (const auto &r : rings)
-        for (const auto &m : r.members)
-            if (m.nodeId == nodeId)
-                return true;
+        if (r.previous.nodeId == nodeId || r.next.nodeId == nodeId)
+            return true;
     return false;
+}
+
+RingRef ringSeat(uint64_t ringId, size_t firstLayer, size_t lastLayer, const std::vector<PeerRef> &members, size_t rank)
+{
+    RingRef r{ringId, firstLayer, lastLayer, rank, std::max<size_t>(1, members.size()), {}, {}};
+    if (members.size() >= 2 && rank < members.size()) {
+        r.previous = members[(rank + members.size() - 1) % members.size()];
+        r.next = members[(rank + 1) % members.size()];
+    }
+    return r;
 }
 
 bool Assignment::samePlacement(const Assignment &o) const { return sameExceptRings(o) && rings == o.rings; }
@@ -99,14 +108,10 @@ bool Assignment::sameReachability(const Assignment &o) const
         next.unreachable != o.next.unreachable || weightsFrom.unreachable != o.weightsFrom.unreachable ||
         rings.size() != o.rings.size())
         return false;
-    for (size_t i = 0; i < rings.size(); ++i) {
-        const auto &a = rings[i].members, &b = o.rings[i].members;
-        if (a.size() != b.size())
+    for (size_t i = 0; i < rings.size(); ++i)
+        if (rings[i].previous.unreachable != o.rings[i].previous.unreachable ||
+            rings[i].next.unreachable != o.rings[i].next.unreachable)
             return false;
-        for (size_t m = 0; m < a.size(); ++m)
-            if (a[m].unreachable != b[m].unreachable)
-                return false;
-    }
     return true;
 }
 

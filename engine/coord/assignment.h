@@ -31,17 +31,28 @@ struct PeerRef
     bool operator==(const PeerRef &o) const { return nodeId == o.nodeId && address == o.address; }
 };
 
-/// A ring that averages layers [firstLayer, lastLayer) over all clusters: its members
-/// hold those layers, one per cluster, in ring order.
+/// A ring that averages layers [firstLayer, lastLayer) over all clusters: `size`
+/// members hold those layers, one per cluster, in ring order. A node hears only of its
+/// place and its two neighbours: it sends to `next` and receives from `previous` (the
+/// same node in a ring of two, none in a ring of one), so an assignment stays the same
+/// size however many clusters there are (at 10,000 volunteers a ring has thousands of
+/// members, and every node a copy of the whole list was O(n^2) on the coordinator).
 struct RingRef
 {
     uint64_t ringId = 0; ///< (firstLayer << 32) | lastLayer
     size_t firstLayer = 0;
     size_t lastLayer = 0;
-    size_t rank = 0; ///< this node's position in `members`
-    std::vector<PeerRef> members;
+    size_t rank = 0; ///< this node's position, 0 .. size-1
+    size_t size = 1;
+    PeerRef previous; ///< empty in a ring of one
+    PeerRef next;     ///< empty in a ring of one
+    bool alone() const { return size < 2; }
     bool operator==(const RingRef &) const = default;
 };
+
+/// The seat of member `rank` of a ring whose members are `members`, in ring order.
+RingRef ringSeat(uint64_t ringId, size_t firstLayer, size_t lastLayer, const std::vector<PeerRef> &members,
+                 size_t rank);
 
 enum class AssignmentState {
     Waiting,  ///< registered, in no working cluster yet: stay connected, train nothing

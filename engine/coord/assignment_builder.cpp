@@ -81,10 +81,13 @@ std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> 
             a.previous = peer(p.previous, addresses);
             a.next = peer(p.next, addresses);
             for (const auto &r : p.rings) {
-                RingRef ring{r.id, r.firstLayer, r.lastLayer, r.rank, {}};
-                ring.members.reserve(r.members.size());
-                for (const auto &m : r.members)
-                    ring.members.push_back(peer(m, addresses));
+                // Only the neighbours become peers: a ring has a member per cluster.
+                RingRef ring{r.id, r.firstLayer, r.lastLayer, r.rank, 1, {}, {}};
+                if (const size_t n = r.members ? r.members->size() : 0; n >= 2 && r.rank < n) {
+                    ring.size = n;
+                    ring.previous = peer((*r.members)[(r.rank + n - 1) % n], addresses);
+                    ring.next = peer((*r.members)[(r.rank + 1) % n], addresses);
+                }
                 a.rings.push_back(std::move(ring));
             }
             a.shard = {p.cluster, p.clusterCount};
@@ -139,38 +142,49 @@ void markUnreachable(std::map<std::string, Assignment> &assignments, const std::
         mark(a.previous);
         mark(a.next);
         mark(a.weightsFrom);
-        for (auto &r : a.rings)
-            for (auto &m : r.members)
-                mark(m);
+        for (auto &r : a.rings) {
+            mark(r.previous);
+            mark(r.next);
+        }
     }
 }
 
-void skipAway(std::map<std::string, Assignment> &assignments, const std::set<std::string> &away)
+void skipAway(std::vector<Placement> &placements, const std::set<std::string> &away)
 {
+    std::map<std::string, int> clusterOf; // of those training
+    for (const auto &p : placements)
+        if (p.training)
+            clusterOf.emplace(p.nodeId, p.cluster);
     std::set<int> halted;
     for (const auto &id : away)
-        if (const Assignment *a = find(assignments, id); a && a->isTraining())
-            halted.insert(a->cluster);
+        if (const auto it = clusterOf.find(id); it != clusterOf.end())
+            halted.insert(it->second);
     if (halted.empty())
         return;
-    for (auto &[id, a] : assignments) {
-        if (!a.isTraining())
+    // Each ring's members without the halted clusters, made once and shared by its members.
+    std::map<const std::vector<std::string> *, std::shared_ptr<const std::vector<std::string>>> kept;
+    for (auto &p : placements) {
+        if (!p.training)
             continue;
-        const bool mineHalted = halted.count(a.cluster) > 0;
-        for (auto &r : a.rings) {
-            std::vector<PeerRef> kept;
-            uint32_t rank = 0;
-            for (auto &m : r.members) {
-                if (m.nodeId == id) {
-                    rank = uint32_t(kept.size());
-                    kept.push_back(std::move(m));
-                } else if (const Assignment *other = find(assignments, m.nodeId);
-                           !mineHalted && other && !halted.count(other->cluster)) {
-                    kept.push_back(std::move(m));
-                }
+        const bool mineHalted = halted.count(p.cluster) > 0;
+        for (auto &r : p.rings) {
+            if (!r.members)
+                continue;
+            if (mineHalted) {
+                r.members = std::make_shared<const std::vector<std::string>>(1, p.nodeId);
+                r.rank = 0;
+                continue;
             }
-            r.members = std::move(kept);
-            r.rank = rank;
+            auto &list = kept[r.members.get()];
+            if (!list) {
+                auto k = std::make_shared<std::vector<std::string>>();
+                for (const auto &m : *r.members)
+                    if (const auto it = clusterOf.find(m); it != clusterOf.end() && !halted.count(it->second))
+                        k->push_back(m);
+                list = std::move(k);
+            }
+            r.rank = size_t(std::find(list->begin(), list->end(), p.nodeId) - list->begin());
+            r.members = list;
         }
     }
 }

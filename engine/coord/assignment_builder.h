@@ -31,7 +31,8 @@ void markUnreachable(std::map<std::string, Assignment> &assignments, const std::
 /// Rings without the clusters that cannot train for now: a cluster with a member in
 /// `away` (lost inside the grace, or paused) is halted, so its members leave every
 /// ring, and each of them keeps a ring of itself alone, until it is back. The others
-/// average among themselves meanwhile rather than wait out a timeout each round.
-void skipAway(std::map<std::string, Assignment> &assignments, const std::set<std::string> &away);
+/// average among themselves meanwhile rather than wait out a timeout each round. Runs on
+/// the placements, before buildAssignments, which tells each node only its neighbours.
+void skipAway(std::vector<Placement> &placements, const std::set<std::string> &away);
 
 } // namespace rookery::coord

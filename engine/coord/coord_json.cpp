@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/coord/coord_json.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/common/error.h"
@@ -40,16 +42,14 @@ AssignmentState stateFrom(const std::string &name)
 std::string toJson(const Assignment &a)
 {
     json rings = json::array();
-    for (const auto &r : a.rings) {
-        json members = json::array();
-        for (const auto &m : r.members)
-            members.push_back(peerJson(m));
+    for (const auto &r : a.rings)
         rings.push_back({{"ring_id", r.ringId},
                          {"first_layer", r.firstLayer},
                          {"last_layer", r.lastLayer},
                          {"rank", r.rank},
-                         {"members", members}});
-    }
+                         {"size", r.size},
+                         {"previous", peerJson(r.previous)},
+                         {"next", peerJson(r.next)}});
     return json{{"version", a.version},
                 {"state", assignmentStateName(a.state)},
                 {"reason", a.reason},
@@ -86,13 +86,27 @@ Assignment assignmentFromJson(std::string_view text)
         a.previous = peerFrom(j.at("previous"));
         a.next = peerFrom(j.at("next"));
         for (const auto &r : j.at("rings")) {
-            RingRef ring{r.at("ring_id").get<uint64_t>(),
-                         r.at("first_layer").get<size_t>(),
-                         r.at("last_layer").get<size_t>(),
-                         r.at("rank").get<size_t>(),
-                         {}};
-            for (const auto &m : r.at("members"))
-                ring.members.push_back(peerFrom(m));
+            const auto id = r.at("ring_id").get<uint64_t>();
+            const auto first = r.at("first_layer").get<size_t>(), last = r.at("last_layer").get<size_t>();
+            const auto rank = r.at("rank").get<size_t>();
+            if (r.contains("members")) { // rows written before protocol 2 list every member
+                std::vector<PeerRef> members;
+                for (const auto &m : r.at("members"))
+                    members.push_back(peerFrom(m));
+                if (rank >= std::max<size_t>(1, members.size()))
+                    throw Error("a stored assignment's ring rank " + std::to_string(rank) + " is past its " +
+                                std::to_string(members.size()) + " members");
+                a.rings.push_back(ringSeat(id, first, last, members, rank));
+                continue;
+            }
+            RingRef ring{
+                id, first, last, rank, r.at("size").get<size_t>(), peerFrom(r.at("previous")), peerFrom(r.at("next"))};
+            const bool neighbours = !ring.previous.empty() && !ring.next.empty();
+            if (ring.size < 1 || ring.rank >= ring.size || neighbours != (ring.size >= 2) ||
+                (!neighbours && !(ring.previous.empty() && ring.next.empty())))
+                throw Error("a stored assignment's ring " + std::to_string(id) + " is malformed: rank " +
+                            std::to_string(ring.rank) + " of " + std::to_string(ring.size) +
+                            (neighbours ? ", with neighbours" : ", without both neighbours"));
             a.rings.push_back(std::move(ring));
         }
         a.shard = {j.at("shard_index").get<int>(), j.at("shard_count").get<int>()};

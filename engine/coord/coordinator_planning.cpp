@@ -122,9 +122,10 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
 
 void Coordinator::Impl::publishPlacements()
 {
-    auto fresh = buildAssignments(plan.placements(), registry->addresses(), published);
+    auto placements = plan.placements();
+    skipAway(placements, registry->away());
+    auto fresh = buildAssignments(placements, registry->addresses(), published);
     markUnreachable(fresh, registry->unreachable());
-    skipAway(fresh, registry->away());
     std::map<std::string, Assignment> changed;
     for (const auto &[id, a] : fresh)
         if (const auto it = published.find(id);

@@ -254,9 +254,10 @@ std::vector<Placement> PlanState::placements() const
         }
     }
     for (const auto &r : m_plan.rings) {
-        std::vector<std::string> members;
+        auto members = std::make_shared<std::vector<std::string>>();
+        members->reserve(r.members.size());
         for (size_t i : r.members)
-            members.push_back(m_ids[i]);
+            members->push_back(m_ids[i]);
         for (size_t k = 0; k < r.members.size(); ++k)
             out[r.members[k]].rings.push_back({r.id, r.firstLayer, r.lastLayer, k, members});
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,8 +20,13 @@ struct Placement
         size_t firstLayer = 0;
         size_t lastLayer = 0;
         size_t rank = 0;
-        std::vector<std::string> members; ///< node ids in ring order
-        bool operator==(const Ring &) const = default;
+        /// Node ids in ring order, one list shared by every member's placement.
+        std::shared_ptr<const std::vector<std::string>> members;
+        bool operator==(const Ring &o) const
+        {
+            return id == o.id && firstLayer == o.firstLayer && lastLayer == o.lastLayer && rank == o.rank &&
+                   (members == o.members || (members && o.members && *members == *o.members));
+        }
     };
     std::string nodeId;
     bool training = false;

@@ -49,12 +49,8 @@ net::AssignmentInfo toWire(const Assignment &a)
     w.previous = toWire(a.previous);
     w.next = toWire(a.next);
     for (const auto &r : a.rings) {
-        net::RingMembership m{
-            r.ringId, narrow(int64_t(r.firstLayer)), narrow(int64_t(r.lastLayer)), narrow(int64_t(r.rank)), {}};
-        m.members.reserve(r.members.size());
-        for (const auto &p : r.members)
-            m.members.push_back(toWire(p));
-        w.rings.push_back(std::move(m));
+        w.rings.push_back({r.ringId, narrow(int64_t(r.firstLayer)), narrow(int64_t(r.lastLayer)),
+                           narrow(int64_t(r.rank)), narrow(int64_t(r.size)), toWire(r.previous), toWire(r.next)});
     }
     w.shardIndex = narrow(a.shard.index);
     w.shardCount = narrow(a.shard.count);
@@ -78,10 +74,8 @@ Assignment fromWire(const net::AssignmentInfo &w)
     a.previous = fromWire(w.previous);
     a.next = fromWire(w.next);
     for (const auto &r : w.rings) {
-        RingRef ring{r.ringId, r.firstLayer, r.lastLayer, r.rank, {}};
-        for (const auto &p : r.members)
-            ring.members.push_back(fromWire(p));
-        a.rings.push_back(std::move(ring));
+        a.rings.push_back(
+            {r.ringId, r.firstLayer, r.lastLayer, r.rank, r.size, fromWire(r.previous), fromWire(r.next)});
     }
     a.shard = {int(w.shardIndex), int(w.shardCount)};
     a.weightsFrom = fromWire(w.weightsFrom);

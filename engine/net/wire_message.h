@@ -13,8 +13,8 @@ namespace rookery::net {
 
 /// The protocol versions this build speaks. A link agrees on the highest version both
 /// ends support during the Hello exchange (docs/protocol.md).
-inline constexpr uint32_t kProtocolVersion = 1;
-inline constexpr uint32_t kOldestProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kOldestProtocolVersion = 2;
 
 enum class NodeRole : uint8_t { Node = 1, Coordinator = 2 };
 
@@ -149,14 +149,17 @@ struct PeerAddress
     bool operator==(const PeerAddress &) const = default;
 };
 
-/// A ring averaging layers [firstLayer, lastLayer) across clusters.
+/// A ring averaging layers [firstLayer, lastLayer) across clusters, as its member at
+/// `rank` sees it: the ring's size and that member's two neighbours.
 struct RingMembership
 {
     uint64_t ringId = 0;
     uint32_t firstLayer = 0;
     uint32_t lastLayer = 0;
-    uint32_t rank = 0; ///< the receiving node's position in `members`
-    std::vector<PeerAddress> members;
+    uint32_t rank = 0; ///< the receiving node's position, 0 .. size-1
+    uint32_t size = 1;
+    PeerAddress previous; ///< empty when alone
+    PeerAddress next;     ///< empty when alone
     bool operator==(const RingMembership &) const = default;
 };
 

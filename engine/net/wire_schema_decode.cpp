@@ -34,9 +34,11 @@ AssignmentInfo fromWire(const wire::Assignment &w)
     if (w.has_next())
         a.next = fromWire(w.next());
     for (const auto &r : w.rings()) {
-        RingMembership m{r.ring_id(), r.first_layer(), r.last_layer(), r.rank(), {}};
-        for (const auto &p : r.members())
-            m.members.push_back(fromWire(p));
+        RingMembership m{r.ring_id(), r.first_layer(), r.last_layer(), r.rank(), std::max(1u, r.size()), {}, {}};
+        if (r.has_previous())
+            m.previous = fromWire(r.previous());
+        if (r.has_next())
+            m.next = fromWire(r.next());
         a.rings.push_back(std::move(m));
     }
     a.shardIndex = w.shard_index();
@@ -70,6 +72,24 @@ bool validRole(int r) { return r == wire::ROLE_NODE || r == wire::ROLE_COORDINAT
 bool validCompression(int c) { return c >= 0 && c <= 2; }
 // A node must not guess what a newer coordinator's state means.
 bool validAssignmentState(int s) { return s >= 0 && s <= 2; }
+
+// What makes an assignment impossible to follow; "" when nothing does.
+std::string assignmentProblem(const wire::Assignment &a)
+{
+    if (!validAssignmentState(a.state()))
+        return "the assignment has an unknown state " + std::to_string(int(a.state()));
+    for (const auto &ring : a.rings()) {
+        // A member of a ring of two or more has both neighbours; one alone has none.
+        const uint32_t size = std::max(1u, ring.size());
+        if (ring.rank() >= size)
+            return "a ring's rank " + std::to_string(ring.rank()) + " is not below its size " + std::to_string(size);
+        const bool both = ring.has_previous() && ring.has_next(), none = !ring.has_previous() && !ring.has_next();
+        if (size >= 2 ? !both : !none)
+            return "a ring of " + std::to_string(size) +
+                   (size >= 2 ? " members lacks a neighbour" : " names neighbours");
+    }
+    return {};
+}
 
 } // namespace
 
@@ -182,10 +202,8 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     }
     case E::kRegistrationReply: {
         const auto &r = env.registration_reply();
-        if (!validAssignmentState(r.assignment().state())) {
-            reason = "the assignment has an unknown state " + std::to_string(int(r.assignment().state()));
+        if (reason = assignmentProblem(r.assignment()); !reason.empty())
             return std::nullopt;
-        }
         return RegisterReply{r.node_id(),       r.certificate_pem(),      r.ca_certificate_pem(),
                              fromWire(r.run()), fromWire(r.assignment()), r.heartbeat_interval_ms()};
     }
@@ -196,11 +214,8 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     case E::kHeartbeatAck:
         return HeartbeatAck{env.heartbeat_ack().seq(), env.heartbeat_ack().assignment_version()};
     case E::kAssignmentUpdate:
-        if (!validAssignmentState(env.assignment_update().assignment().state())) {
-            reason = "the assignment has an unknown state " +
-                     std::to_string(int(env.assignment_update().assignment().state()));
+        if (reason = assignmentProblem(env.assignment_update().assignment()); !reason.empty())
             return std::nullopt;
-        }
         return AssignmentUpdate{fromWire(env.assignment_update().assignment())};
     case E::kLeave:
         return Leave{env.leave().reason()};

@@ -46,8 +46,11 @@ void toWire(const AssignmentInfo &a, wire::Assignment *w)
         m->set_first_layer(r.firstLayer);
         m->set_last_layer(r.lastLayer);
         m->set_rank(r.rank);
-        for (const auto &p : r.members)
-            toWire(p, m->add_members());
+        m->set_size(r.size);
+        if (!r.previous.empty())
+            toWire(r.previous, m->mutable_previous());
+        if (!r.next.empty())
+            toWire(r.next, m->mutable_next());
     }
     w->set_shard_index(a.shardIndex);
     w->set_shard_count(a.shardCount);

@@ -42,10 +42,8 @@ std::string checkAssignment(const wire::Assignment &a, const WireLimits &limits)
     if (auto r = checkCount("rings", a.rings_size(), limits); !r.empty())
         return r;
     for (const auto &ring : a.rings()) {
-        if (auto r = checkCount("ring members", ring.members_size(), limits); !r.empty())
-            return r;
-        for (const auto &p : ring.members())
-            if (auto r = checkPeer(p, limits); !r.empty())
+        for (const auto *p : {&ring.previous(), &ring.next()})
+            if (auto r = checkPeer(*p, limits); !r.empty())
                 return r;
     }
     return {};

@@ -49,14 +49,13 @@ struct Ring
     std::unique_ptr<NetRingLinks> links; // made for every ring: one may grow (a cluster comes back)
     swarm::OuterOptimizer outer;         // the step after each round (plain averaging unless the run says)
 
-    swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.members.size())}; }
-    bool alone() const { return ref.members.size() < 2; }
+    swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.size)}; }
+    bool alone() const { return ref.alone(); }
     void follow(const coord::RingRef &r)
     {
         ref = r;
-        const size_t n = r.members.size();
-        next = n >= 2 ? r.members[(r.rank + 1) % n].nodeId : std::string();
-        previous = n >= 2 ? r.members[(r.rank + n - 1) % n].nodeId : std::string();
+        next = r.alone() ? std::string() : r.next.nodeId;
+        previous = r.alone() ? std::string() : r.previous.nodeId;
         if (links)
             links->setNeighbours(next, previous);
     }
@@ -686,7 +685,7 @@ void AssignedStage::updateRings(const std::vector<coord::RingRef> &rings)
     // stage thread resets the links when it takes the change.
     for (auto &ring : d->rings)
         for (const auto &r : rings)
-            if (r.ringId == ring.ref.ringId && r.members != ring.ref.members) {
+            if (r.ringId == ring.ref.ringId && !(r == ring.ref)) {
                 ring.links->cancel();
                 d->cancelledRings.insert(r.ringId);
             }

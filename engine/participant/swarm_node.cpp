@@ -28,9 +28,9 @@ std::vector<PeerAddress> peersOf(const coord::Assignment &a)
     add(a.next);
     add(a.weightsFrom);
     for (const auto &r : a.rings)
-        if (r.members.size() >= 2) {
-            add(r.members[(r.rank + 1) % r.members.size()]);
-            add(r.members[(r.rank + r.members.size() - 1) % r.members.size()]);
+        if (!r.alone()) {
+            add(r.next);
+            add(r.previous);
         }
     return peers;
 }
@@ -40,7 +40,7 @@ std::string ringSummary(const coord::Assignment &a)
 {
     size_t others = 0;
     for (const auto &r : a.rings)
-        others = std::max(others, r.members.size() - std::min<size_t>(1, r.members.size()));
+        others = std::max(others, r.size - 1);
     if (others == 0)
         return "averaging with no other cluster for now";
     return "averaging with " + std::to_string(others) + (others == 1 ? " other cluster" : " other clusters");

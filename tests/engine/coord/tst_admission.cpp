@@ -296,8 +296,9 @@ private Q_SLOTS:
                 if (!p->empty())
                     out.insert(indexOf(p->nodeId));
             for (const auto &ring : a.rings)
-                for (const auto &m : ring.members)
-                    out.insert(indexOf(m.nodeId));
+                for (const auto *m : {&ring.previous, &ring.next})
+                    if (!m->empty())
+                        out.insert(indexOf(m->nodeId));
             out.erase(who);
             return out;
         };

@@ -97,7 +97,8 @@ private Q_SLOTS:
         // its partner averages alone, and the other clusters without it.
         const int haltedCluster = lost.assignment().cluster;
         const auto alone = [](const coord::Assignment &a) {
-            return std::all_of(a.rings.begin(), a.rings.end(), [](const auto &r) { return r.members.size() == 1; });
+            return std::all_of(a.rings.begin(), a.rings.end(),
+                               [](const auto &r) { return r.alone() && r.next.empty(); });
         };
         QVERIFY(
             test::eventually([&] { return partner->updateCount() > partnerUpdates && alone(partner->assignment()); }));
@@ -108,10 +109,10 @@ private Q_SLOTS:
         const auto ringsSkipTheHaltedCluster = [&] {
             skipping = current();
             for (const auto &[id, a] : skipping)
-                for (const auto &r : a.rings)
-                    for (const auto &m : r.members)
-                        if (id != lost.identity.nodeId() && m.nodeId != id &&
-                            skipping.at(m.nodeId).cluster == haltedCluster)
+                for (const auto &r : a.rings) // every member is some member's neighbour
+                    for (const auto *m : {&r.previous, &r.next})
+                        if (id != lost.identity.nodeId() && !m->empty() && m->nodeId != id &&
+                            skipping.at(m->nodeId).cluster == haltedCluster)
                             return false;
             return true;
         };
@@ -156,9 +157,9 @@ private Q_SLOTS:
             const auto now = current();
             for (const auto &[id, a] : now)
                 for (const auto &r : a.rings)
-                    for (const auto &m : r.members) {
-                        const bool other = m.nodeId != id;
-                        if (other && (a.cluster == cluster || now.at(m.nodeId).cluster == cluster))
+                    for (const auto *m : {&r.previous, &r.next}) {
+                        const bool other = !m->empty() && m->nodeId != id;
+                        if (other && (a.cluster == cluster || now.at(m->nodeId).cluster == cluster))
                             return false;
                     }
             return true;

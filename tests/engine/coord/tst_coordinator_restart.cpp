@@ -8,6 +8,10 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/common/error.h"
+#include "engine/coord/coord_json.h"
 #include "engine/coord/coordinator_store.h"
 #include "engine/store/schema.h"
 #include "tests/engine/coord/coord_test_support.h"
@@ -105,9 +109,9 @@ private Q_SLOTS:
             for (size_t i = 1; i < nodes.size(); ++i) {
                 if (!nodes[i]->training())
                     return false;
-                for (const auto &r : nodes[i]->assignment().rings)
-                    for (const auto &m : r.members)
-                        inRings.insert(m.nodeId);
+                for (const auto &r : nodes[i]->assignment().rings) // every member is a neighbour of some survivor
+                    for (const auto *m : {&r.previous, &r.next})
+                        inRings.insert(m->nodeId);
             }
             return !inRings.count(gone);
         };
@@ -129,7 +133,7 @@ private Q_SLOTS:
         a.firstLayer = 2;
         a.lastLayer = 6;
         a.previous = {"p", "10.0.0.1:1"};
-        a.rings = {{(uint64_t(2) << 32) | 6, 2, 6, 1, {{"x", "10.0.0.9:1"}, {"n1", "10.0.0.2:1"}}}};
+        a.rings = {{(uint64_t(2) << 32) | 6, 2, 6, 1, 3, {"x", "10.0.0.9:1"}, {"y", "10.0.0.3:1", true}}};
         a.shard = {2, 3};
         a.weightsFrom = {"x", "10.0.0.9:1"};
         const coord::StoredVolunteer v{"n1", "laptop", "10.0.0.2:1", test::profileJson(20, 1 << 30), 5e6, "CERT", "t",
@@ -158,6 +162,51 @@ private Q_SLOTS:
         const auto metrics = s.metrics("n1");
         QCOMPARE(metrics.size(), size_t(1));
         QCOMPARE(metrics[0].report, (coord::NodeReport{12.5, 40, 0.5, coord::NodeActivity::Training, 2560, 0.8}));
+    }
+
+    // A row written by protocol 1 lists every ring member; it is read as the seat it
+    // describes. A ring that cannot be (rank past its size, a lone member with
+    // neighbours) is an error that names it.
+    void storedRingsOfEitherFormAreRead()
+    {
+        using nlohmann::json;
+        const auto row = [](json ring) {
+            return json{{"version", 3},        {"state", "training"},     {"reason", ""},
+                        {"cluster", 0},        {"cluster_count", 3},      {"stage", 0},
+                        {"stages", 1},         {"first_layer", 0},        {"last_layer", 6},
+                        {"previous", nullptr}, {"next", nullptr},         {"shard_index", 0},
+                        {"shard_count", 3},    {"weights_from", nullptr}, {"rings", json::array({ring})}}
+                .dump();
+        };
+        const auto member = [](const char *id) { return json{{"node_id", id}, {"address", "10.0.0.1:1"}}; };
+        const json seat = {{"ring_id", 6}, {"first_layer", 0}, {"last_layer", 6}};
+        json old = seat;
+        old["rank"] = 2;
+        old["members"] = {member("a"), member("b"), member("c")};
+        const auto read = coord::assignmentFromJson(row(old));
+        QCOMPARE(read.rings.size(), size_t(1));
+        QCOMPARE(read.rings[0].size, size_t(3));
+        QCOMPARE(read.rings[0].previous.nodeId, std::string("b"));
+        QCOMPARE(read.rings[0].next.nodeId, std::string("a"));
+        QCOMPARE(coord::assignmentFromJson(coord::toJson(read)), read);
+        const auto refused = [&](const json &ring, const char *words) {
+            try {
+                coord::assignmentFromJson(row(ring));
+            } catch (const Error &e) {
+                return std::string(e.what()).find(words) != std::string::npos;
+            }
+            return false;
+        };
+        json pastEnd = seat;
+        pastEnd["rank"] = 3;
+        pastEnd["members"] = {member("a")};
+        QVERIFY(refused(pastEnd, "past its 1 members"));
+        json half = seat;
+        half.update({{"rank", 0}, {"size", 1}, {"previous", member("a")}, {"next", nullptr}});
+        QVERIFY(refused(half, "without both neighbours"));
+        json outside = seat;
+        outside.update({{"rank", 4}, {"size", 2}, {"previous", member("a")}, {"next", member("a")}});
+        QVERIFY(refused(outside, "rank 4 of 2"));
     }
 
     void migratesAVersion2Database()

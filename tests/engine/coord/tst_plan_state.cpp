@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <set>
 
@@ -460,6 +461,63 @@ private Q_SLOTS:
         QCOMPARE(fifth.at("d").weightsFrom.nodeId, std::string("c"));
     }
 
+    // A node hears of its ring only its place, the ring's size and its two neighbours,
+    // however many clusters there are; rings skip a halted cluster, whose members
+    // average alone.
+    void ringSeatsNameOnlyNeighboursAndSkipHaltedClusters()
+    {
+        const int clusters = 5;
+        std::map<std::string, std::string> addresses;
+        auto members = std::make_shared<std::vector<std::string>>();
+        for (int c = 0; c < clusters; ++c) {
+            members->push_back("n" + std::to_string(c));
+            addresses[members->back()] = "10.0.0." + std::to_string(c + 1) + ":1";
+        }
+        std::vector<Placement> placements;
+        for (int c = 0; c < clusters; ++c) {
+            Placement p;
+            p.nodeId = (*members)[size_t(c)];
+            p.training = true;
+            p.cluster = c;
+            p.clusterCount = clusters;
+            p.stages = 1;
+            p.lastLayer = 6;
+            p.rings = {{6, 0, 6, size_t(c), members}};
+            placements.push_back(p);
+        }
+        const auto seated = buildAssignments(placements, addresses, {});
+        for (int c = 0; c < clusters; ++c) {
+            const auto &r = seated.at("n" + std::to_string(c)).rings.at(0);
+            QCOMPARE(r.size, size_t(clusters));
+            QCOMPARE(r.rank, size_t(c));
+            QCOMPARE(r.next.nodeId, "n" + std::to_string((c + 1) % clusters));
+            QCOMPARE(r.previous.nodeId, "n" + std::to_string((c + clusters - 1) % clusters));
+            QCOMPARE(r.next.address, addresses.at(r.next.nodeId));
+        }
+        // n2's cluster halts: n2 averages alone; the other four close the ring around it.
+        auto skipping = placements;
+        skipAway(skipping, {"n2"});
+        const auto skipped = buildAssignments(skipping, addresses, seated);
+        QCOMPARE(skipped.at("n2").rings[0], (RingRef{6, 0, 6, 0, 1, {}, {}}));
+        QCOMPARE(skipped.at("n1").rings[0].next.nodeId, std::string("n3"));
+        QCOMPARE(skipped.at("n3").rings[0].previous.nodeId, std::string("n1"));
+        QCOMPARE(skipped.at("n3").rings[0].rank, size_t(2));
+        QCOMPARE(skipped.at("n4").rings[0].size, size_t(4));
+        QCOMPARE(skipped.at("n4").rings[0].next.nodeId, std::string("n0"));
+        // The survivors share one list; the placements before the skip are untouched.
+        QCOMPARE(skipping[0].rings[0].members.get(), skipping[4].rings[0].members.get());
+        QCOMPARE(placements[0].rings[0].members->size(), size_t(clusters));
+        // A ring of two: both neighbours are the other member.
+        auto two = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"n0", "n1"});
+        std::vector<Placement> pair(placements.begin(), placements.begin() + 2);
+        pair[0].rings = {{6, 0, 6, 0, two}};
+        pair[1].rings = {{6, 0, 6, 1, two}};
+        const auto paired = buildAssignments(pair, addresses, {});
+        QCOMPARE(paired.at("n0").rings[0].previous.nodeId, std::string("n1"));
+        QCOMPARE(paired.at("n0").rings[0].next.nodeId, std::string("n1"));
+        QCOMPARE(paired.at("n1").rings[0].size, size_t(2));
+    }
+
     // A node keeps its running stage when only its rings' members change, or when the
     // source it fetched from is dropped; a ring over other layers needs a new stage.
     void aStageIsKeptOnlyForNewRingMembers()
@@ -471,19 +529,18 @@ private Q_SLOTS:
         a.stages = 2;
         a.firstLayer = 0;
         a.lastLayer = 3;
-        a.rings = {RingRef{3, 0, 3, 0, {{"a", "10.0.0.1:1"}, {"c", "10.0.0.3:1"}}}}; // id: (first << 32) | last
+        const PeerRef c{"c", "10.0.0.3:1"};
+        a.rings = {RingRef{3, 0, 3, 0, 2, c, c}}; // id: (first << 32) | last
         a.weightsFrom = {"c", "10.0.0.3:1"};
         QVERIFY(a.keepsStage(a));
         Assignment alone = a; // c's cluster is away: a averages alone for now
-        alone.rings[0].members = {{"a", "10.0.0.1:1"}};
-        alone.rings[0].rank = 0;
+        alone.rings[0] = RingRef{3, 0, 3, 0, 1, {}, {}};
         QVERIFY(a.keepsStage(alone));
         Assignment sourceGone = a; // the node it fetched from left
         sourceGone.weightsFrom = {};
         QVERIFY(a.keepsStage(sourceGone));
         Assignment recut = a; // c's cluster was re-cut: the shared layers are now 0-1 and 2
-        recut.rings = {RingRef{2, 0, 2, 0, a.rings[0].members},
-                       RingRef{(uint64_t(2) << 32) | 3, 2, 3, 0, a.rings[0].members}};
+        recut.rings = {RingRef{2, 0, 2, 0, 2, c, c}, RingRef{(uint64_t(2) << 32) | 3, 2, 3, 0, 2, c, c}};
         QVERIFY(!a.keepsStage(recut));
         Assignment moved = a; // its own layers changed
         moved.lastLayer = 4;

@@ -97,7 +97,8 @@ class TestLinkSession : public QObject
         r->ws->handshake("peer", "/rookery");
         r->ws->binary(true);
         if (hello) {
-            r->ws->write(asio::buffer(bytesOf(Hello{1, 1, "raw", NodeRole::Node, {}, Compression::None, "raw"})));
+            r->ws->write(asio::buffer(bytesOf(
+                Hello{kOldestProtocolVersion, kProtocolVersion, "raw", NodeRole::Node, {}, Compression::None, "raw"})));
             beast::flat_buffer ack;
             r->ws->read(ack);
             const auto owner = std::make_shared<Bytes>(static_cast<const uint8_t *>(ack.data().data()),
@@ -197,7 +198,7 @@ private Q_SLOTS:
         const auto c = p->clientLog.lastClose();
         QVERIFY2(c.reason.find("no common protocol version") != std::string::npos, c.reason.c_str());
         QVERIFY(c.fatal);
-        QVERIFY2(logs.contains("no common protocol version: this node speaks 1..1, the peer 5..6"), logs.all().c_str());
+        QVERIFY2(logs.contains("no common protocol version: this node speaks 2..2, the peer 5..6"), logs.all().c_str());
     }
 
     void hostileFramesAreClosedWithAReason_data()

@@ -67,7 +67,7 @@ public:
         m_ws.next_layer().handshake(asio::ssl::stream_base::client);
         m_ws.handshake("127.0.0.1", "/rookery");
         m_ws.binary(true);
-        m_ws.write(asio::buffer(bytesOf(Hello{1, 1, nodeId, NodeRole::Node, {}, Compression::None, "raw"})));
+        m_ws.write(asio::buffer(bytesOf(Hello{kOldestProtocolVersion, kProtocolVersion, nodeId, NodeRole::Node, {}, Compression::None, "raw"})));
         beast::flat_buffer ack;
         m_ws.read(ack);
     }

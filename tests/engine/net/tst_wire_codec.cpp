@@ -285,11 +285,30 @@ private Q_SLOTS:
         wire::Envelope futureState;
         futureState.mutable_assignment_update()->mutable_assignment()->set_state(wire::AssignmentState(7));
         row("unknown assignment state", frameOf(futureState), WireError::MalformedHeader, "unknown state 7");
-        wire::Envelope hugeRing;
-        auto *ring = hugeRing.mutable_assignment_update()->mutable_assignment()->add_rings();
-        for (int i = 0; i < 5000; ++i)
-            ring->add_members()->set_node_id("n");
-        row("too many ring members", frameOf(hugeRing), WireError::LimitExceeded, "ring members");
+        wire::Envelope rankPastSize;
+        auto *ring = rankPastSize.mutable_assignment_update()->mutable_assignment()->add_rings();
+        ring->set_size(3);
+        ring->set_rank(3);
+        ring->mutable_previous()->set_node_id("p");
+        ring->mutable_next()->set_node_id("n");
+        row("ring rank past its size", frameOf(rankPastSize), WireError::MalformedHeader,
+            "rank 3 is not below its size 3");
+        wire::Envelope lonelyNeighbour;
+        ring = lonelyNeighbour.mutable_assignment_update()->mutable_assignment()->add_rings();
+        ring->mutable_next()->set_node_id("n");
+        row("a ring of one with a neighbour", frameOf(lonelyNeighbour), WireError::MalformedHeader,
+            "a ring of 1 names neighbours");
+        wire::Envelope halfRing;
+        ring = halfRing.mutable_registration_reply()->mutable_assignment()->add_rings();
+        ring->set_size(4);
+        ring->mutable_previous()->set_node_id("p");
+        row("a ring of four with one neighbour", frameOf(halfRing), WireError::MalformedHeader, "lacks a neighbour");
+        wire::Envelope longNeighbour;
+        ring = longNeighbour.mutable_assignment_update()->mutable_assignment()->add_rings();
+        ring->set_size(2);
+        ring->mutable_previous()->set_node_id(std::string(5000, 'p'));
+        ring->mutable_next()->set_node_id("n");
+        row("a ring neighbour's long id", frameOf(longNeighbour), WireError::LimitExceeded, "node id");
         wire::Envelope longName;
         longName.mutable_registration()->set_name(std::string(5000, 'x'));
         row("long node name", frameOf(longName), WireError::LimitExceeded, "name");

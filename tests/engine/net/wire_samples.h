@@ -64,7 +64,8 @@ inline std::vector<net::Message> sampleMessages()
     a.lastLayer = 5;
     a.previous = {"aa11", "10.0.0.1:7401"};
     a.rings = {
-        RingMembership{(uint64_t(2) << 32) | 5, 2, 5, 1, {{"bb22", "10.0.0.2:7401"}, {"cc33", "[::1]:7401", true}}}};
+        RingMembership{(uint64_t(2) << 32) | 5, 2, 5, 1, 3, {"bb22", "10.0.0.2:7401"}, {"cc33", "[::1]:7401", true}},
+        RingMembership{(uint64_t(5) << 32) | 6, 5, 6, 0, 1, {}, {}}};
     a.unreachable = true; // behind NAT: it dials its peers
     a.shardIndex = 1;
     a.shardCount = 3;
