@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <QtTest>
 
+#include <algorithm>
+
 #include "engine/common/error.h"
 #include "engine/swarm/cluster_formation.h"
 #include "engine/swarm/replan.h"
@@ -42,6 +44,50 @@ Clustering equalCountClustering(const std::vector<Capacity> &v, int clusters, co
     for (size_t i = 0; i < v.size(); ++i)
         genes[i] = int(i * size_t(clusters) / v.size());
     return evaluate(v, genes, d);
+}
+
+// Where a newcomer goes, found the slow way: the whole swarm evaluated for every choice
+// (each cluster with room, and a new cluster of the newcomer and the fastest waiting
+// volunteers), the rule planJoin documents. planJoin must choose the same.
+std::vector<int> placedTheSlowWay(const std::vector<Capacity> &v, std::vector<int> clusterOf, size_t i,
+                                  const ModelDemand &d)
+{
+    clusterOf[i] = -1;
+    double bestSpeed = evaluate(v, clusterOf, d).swarmSpeed;
+    std::vector<int> best = clusterOf;
+    int k = 0;
+    for (int c : clusterOf)
+        k = std::max(k, c + 1);
+    for (int c = 0; c < k; ++c) {
+        const auto n = std::count(clusterOf.begin(), clusterOf.end(), c);
+        if (n == 0 || n >= d.maxStages)
+            continue;
+        auto trial = clusterOf;
+        trial[i] = c;
+        const double s = evaluate(v, trial, d).swarmSpeed;
+        if (s > bestSpeed || (best[i] == -1 && s >= bestSpeed && bestSpeed > 0)) {
+            bestSpeed = s;
+            best = trial;
+        }
+    }
+    std::vector<size_t> waiting;
+    for (size_t j = 0; j < v.size(); ++j)
+        if (clusterOf[j] == -1 && j != i)
+            waiting.push_back(j);
+    std::stable_sort(waiting.begin(), waiting.end(), [&](size_t a, size_t b) { return v[a].gflops > v[b].gflops; });
+    auto trial = clusterOf;
+    trial[i] = k;
+    int used = 1;
+    for (size_t j : waiting) {
+        if (used >= d.maxStages || evaluate(v, trial, d).clusterFeasible.back())
+            break;
+        trial[j] = k;
+        ++used;
+    }
+    const auto e = evaluate(v, trial, d);
+    if (e.clusterFeasible.back() && e.swarmSpeed > bestSpeed)
+        best = trial;
+    return best;
 }
 
 } // namespace
@@ -151,6 +197,34 @@ private Q_SLOTS:
         QCOMPARE(r.clustering.clusterOf[8], 0); // the slowest cluster gains most
         for (size_t i = 0; i < 8; ++i)
             QCOMPARE(r.clustering.clusterOf[i], plan[i]);
+    }
+
+    // planJoin judges one cluster at a time (O(volunteers) a join, for 10,000 of them);
+    // over random swarms it places every newcomer where evaluating the whole swarm for
+    // every choice would: into a cluster, into a new one, or left waiting.
+    void joinsChooseWhatEvaluatingEveryChoiceChooses()
+    {
+        int intoCluster = 0, intoNew = 0, waited = 0;
+        for (uint64_t seed = 1; seed <= 40; ++seed) {
+            const auto v = population(60, seed);
+            ModelDemand d = demand();
+            d.maxStages = int(2 + seed % 5);
+            d.memoryBytes = int64_t(800 + 200 * (seed % 6)) * kMiB;
+            std::vector<int> clusterOf(v.size(), -1);
+            for (size_t i = 0; i < v.size(); ++i) {
+                const auto expected = placedTheSlowWay(v, clusterOf, i, d);
+                const Replan r = planJoin(v, clusterOf, i, d);
+                QVERIFY2(r.clustering.clusterOf == expected,
+                         qPrintable(QStringLiteral("seed %1, volunteer %2").arg(seed).arg(i)));
+                const int k = std::max(0, *std::max_element(clusterOf.begin(), clusterOf.end()) + 1);
+                (expected[i] == -1 ? waited : expected[i] >= k ? intoNew : intoCluster)++;
+                clusterOf = r.clustering.clusterOf;
+            }
+        }
+        // Every kind of choice was made, many times over.
+        qInfo("%d into a cluster, %d into a new one, %d waited", intoCluster, intoNew, waited);
+        QVERIFY2(intoCluster > 100 && intoNew > 100 && waited > 100,
+                 qPrintable(QStringLiteral("%1 %2 %3").arg(intoCluster).arg(intoNew).arg(waited)));
     }
 
     void waitingVolunteersFormANewCluster()
