@@ -229,13 +229,19 @@ double trainingFlops(const std::vector<LayerCost> &costs, size_t index)
     return forward * (1 + inputGradient + weightGradient);
 }
 
-Partition partitionLayers(const std::vector<LayerCost> &costs, const std::vector<StageDevice> &devices,
-                          const PartitionOptions &options)
+namespace {
+
+// partitionLayers(), with `explain` saying why when no cut fits (else no value).
+std::optional<Partition> partition(const std::vector<LayerCost> &costs, const std::vector<StageDevice> &devices,
+                                   const PartitionOptions &options, bool explain)
 {
     checkDevices(devices);
-    if (costs.size() < devices.size())
+    if (costs.size() < devices.size()) {
+        if (!explain)
+            return std::nullopt;
         throw Error("cannot cut a model of " + std::to_string(costs.size()) + " layers into " +
                     std::to_string(devices.size()) + " stages: every device needs at least one layer");
+    }
     const CostModel model(costs, devices, options);
     const auto fits = [](const StagePlan &p) { return p.fits; };
     // First the smallest possible bottleneck; then, among the cuts that reach it, the
@@ -243,14 +249,31 @@ Partition partitionLayers(const std::vector<LayerCost> &costs, const std::vector
     // path are not needlessly lopsided.
     auto plans = solve(
         model, [](double prefix, const StagePlan &p) { return std::max(prefix, p.seconds); }, fits);
-    if (plans.empty())
+    if (plans.empty()) {
+        if (!explain)
+            return std::nullopt;
         explainInfeasible(model, costs, devices);
+    }
     const double bottleneck = finish(plans).bottleneckSeconds();
     const double limit = bottleneck * (1 + 1e-12);
     auto even = solve(
         model, [](double prefix, const StagePlan &p) { return prefix + p.seconds * p.seconds; },
         [&](const StagePlan &p) { return p.fits && p.seconds <= limit; });
     return finish(even.empty() ? std::move(plans) : std::move(even));
+}
+
+} // namespace
+
+Partition partitionLayers(const std::vector<LayerCost> &costs, const std::vector<StageDevice> &devices,
+                          const PartitionOptions &options)
+{
+    return *partition(costs, devices, options, true);
+}
+
+std::optional<Partition> tryPartitionLayers(const std::vector<LayerCost> &costs,
+                                            const std::vector<StageDevice> &devices, const PartitionOptions &options)
+{
+    return partition(costs, devices, options, false);
 }
 
 Partition partitionModel(const ModelSpec &spec, int64_t microbatch, const std::vector<StageDevice> &devices,

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,14 @@ double trainingFlops(const std::vector<LayerCost> &costs, size_t index);
 /// Thread safety: this and the other functions here are pure; call them from anywhere.
 Partition partitionLayers(const std::vector<LayerCost> &costs, const std::vector<StageDevice> &devices,
                           const PartitionOptions &options = {});
+
+/// partitionLayers() without the explanation: no value when no cut fits (the devices'
+/// figures must be usable; it throws as partitionLayers() does when they are not). For
+/// searches over many device orders, where most do not fit and an exception with its
+/// message for each costs more than the cut itself.
+std::optional<Partition> tryPartitionLayers(const std::vector<LayerCost> &costs,
+                                            const std::vector<StageDevice> &devices,
+                                            const PartitionOptions &options = {});
 
 /// partitionLayers() for a model and microbatch size.
 Partition partitionModel(const ModelSpec &spec, int64_t microbatch, const std::vector<StageDevice> &devices,

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "engine/common/error.h"
@@ -15,6 +16,48 @@ namespace {
 model::StageDevice deviceOf(const PlanVolunteer &v)
 {
     return {v.id, v.capacity.gflops, uint64_t(v.capacity.memoryBytes), v.capacity.bandwidthBytesPerSecond};
+}
+
+// Every order of `members` that differs in what a stage gets, in the order a search
+// over all their permutations (from the smallest ids) meets them first. Members alike
+// (the same capacity and reachability) are interchangeable: an order that only swaps
+// them cuts the same, so it is left out. Six members have 720 orders; a swarm of
+// identical machines has one.
+std::vector<std::vector<size_t>> distinctOrders(const std::vector<PlanVolunteer> &v, std::vector<size_t> members)
+{
+    std::sort(members.begin(), members.end());
+    const auto alike = [&](size_t a, size_t b) {
+        const auto &x = v[a].capacity, &y = v[b].capacity;
+        return x.gflops == y.gflops && x.memoryBytes == y.memoryBytes &&
+               x.bandwidthBytesPerSecond == y.bandwidthBytesPerSecond && x.reachable == y.reachable;
+    };
+    std::vector<size_t> kindOf(members.size()); // the first member alike, by position
+    for (size_t i = 0; i < members.size(); ++i) {
+        kindOf[i] = i;
+        for (size_t j = 0; j < i; ++j)
+            if (alike(members[j], members[i])) {
+                kindOf[i] = j;
+                break;
+            }
+    }
+    std::vector<size_t> kinds = kindOf;
+    std::sort(kinds.begin(), kinds.end());
+    std::vector<std::vector<size_t>> orders;
+    do { // each arrangement of kinds once; its members alike take their places in id order
+        std::vector<size_t> order, taken(members.size(), 0);
+        for (size_t kind : kinds) {
+            size_t k = 0;
+            for (size_t i = 0; i < members.size(); ++i)
+                if (kindOf[i] == kind && k++ == taken[kind]) {
+                    order.push_back(members[i]);
+                    break;
+                }
+            ++taken[kind];
+        }
+        orders.push_back(std::move(order));
+    } while (std::next_permutation(kinds.begin(), kinds.end()));
+    std::sort(orders.begin(), orders.end()); // a full search's order: each is its kind's smallest
+    return orders;
 }
 
 std::vector<RingPlan> ringsFor(const std::vector<PipelinePlan> &pipelines, const model::ModelSpec &spec)
@@ -90,7 +133,7 @@ PipelinePlan planPipeline(const PlanModel &m, const std::vector<PlanVolunteer> &
     PipelinePlan best;
     double bestSeconds = std::numeric_limits<double>::infinity();
     size_t bestRelayed = 0;
-    std::string lastError;
+    std::vector<model::StageDevice> lastDevices; // to say why, when no order fits
     auto consider = [&](const std::vector<size_t> &candidate) {
         const auto relayed = [&](size_t s) { // the link from stage s to s + 1
             return s + 1 < candidate.size() && !v[candidate[s]].capacity.reachable &&
@@ -105,31 +148,37 @@ PipelinePlan planPipeline(const PlanModel &m, const std::vector<PlanVolunteer> &
             relayedLinks += relayed(s);
             devices.push_back(d);
         }
+        std::optional<model::Partition> p;
         try {
-            auto p = model::partitionLayers(costs, devices, options);
-            const double seconds = p.bottleneckSeconds();
-            const bool faster = seconds < bestSeconds * (1 - 1e-9);
-            const bool asFast = seconds <= bestSeconds * (1 + 1e-9);
-            if (faster || (asFast && relayedLinks < bestRelayed)) {
-                bestSeconds = seconds;
-                bestRelayed = relayedLinks;
-                best = {candidate, std::move(p), 0};
-            }
-        } catch (const Error &e) {
-            lastError = e.what();
+            p = model::tryPartitionLayers(costs, devices, options);
+        } catch (const Error &) { // figures no cut can use: said below if no order fits
+        }
+        if (!p) {
+            lastDevices = std::move(devices);
+            return;
+        }
+        const double seconds = p->bottleneckSeconds();
+        const bool faster = seconds < bestSeconds * (1 - 1e-9);
+        const bool asFast = seconds <= bestSeconds * (1 + 1e-9);
+        if (faster || (asFast && relayedLinks < bestRelayed)) {
+            bestSeconds = seconds;
+            bestRelayed = relayedLinks;
+            best = {candidate, std::move(*p), 0};
         }
     };
-    if (order.size() <= 6) {
-        std::vector<size_t> perm = order;
-        std::sort(perm.begin(), perm.end());
-        do
-            consider(perm);
-        while (std::next_permutation(perm.begin(), perm.end()));
-    } else {
+    if (order.size() <= 6)
+        for (const auto &candidate : distinctOrders(v, order))
+            consider(candidate);
+    else
         consider(order);
+    if (best.stages.empty()) {
+        try {
+            model::partitionLayers(costs, lastDevices, options);
+        } catch (const Error &e) {
+            throw Error(std::string("cannot cut the model for this cluster: ") + e.what());
+        }
+        throw Error("cannot cut the model for this cluster");
     }
-    if (best.stages.empty())
-        throw Error("cannot cut the model for this cluster: " + lastError);
     best.samplesPerSecond = double(m.microbatch) / bestSeconds;
     return best;
 }

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <QtTest>
 
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
 #include "engine/common/error.h"
 #include "engine/model/model_zoo.h"
+#include "engine/model/partitioner.h"
 #include "engine/swarm/swarm_planner.h"
 
 using namespace rookery;
@@ -126,6 +131,65 @@ private Q_SLOTS:
         const SwarmPlan again = completePlan(mlp(), v, first.clustering, &first, {1});
         QCOMPARE(again.pipelines[0].stages, first.pipelines[0].stages);
         QCOMPARE(again.pipelines[0].partition.cuts(), first.pipelines[0].partition.cuts());
+    }
+
+    // planPipeline skips orders that only swap members alike; over clusters of up to six
+    // drawn from few kinds of machine (so many are alike) it chooses the order, the cut
+    // and the speed that trying every permutation, from the smallest ids, chooses.
+    void skippingSwapsOfAlikeMembersChoosesWhatEveryOrderChooses()
+    {
+        const PlanModel m = mlp();
+        const auto costs = model::layerCosts(m.spec, m.microbatch);
+        const auto options = model::partitionOptionsFor(m.spec, m.microbatch, m.optimizerStateCopies);
+        const int64_t demand = demandOf(m).memoryBytes;
+        uint64_t state = 11;
+        const auto next = [&] { return (state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+        int compared = 0, refused = 0;
+        for (int trial = 0; trial < 120; ++trial) {
+            const size_t n = 2 + size_t(trial % 5);
+            std::vector<PlanVolunteer> v;
+            for (size_t i = 0; i < n; ++i)
+                v.push_back({"n" + std::to_string(i),
+                             {next() % 2 ? 20.0 : 90.0, int64_t(double(demand) * (next() % 2 ? 0.3 : 0.6)),
+                              next() % 3 ? 50e6 : 5e6, next() % 4 != 0}});
+            std::vector<size_t> members(n);
+            std::iota(members.begin(), members.end(), size_t(0));
+            // Every permutation, as the search did before it skipped any.
+            std::vector<size_t> bestOrder;
+            double bestSeconds = std::numeric_limits<double>::infinity();
+            size_t bestRelayed = 0;
+            std::vector<size_t> perm = members;
+            do {
+                std::vector<model::StageDevice> devices;
+                size_t relayed = 0;
+                for (size_t s = 0; s < n; ++s) {
+                    devices.push_back({v[perm[s]].id, v[perm[s]].capacity.gflops,
+                                       uint64_t(v[perm[s]].capacity.memoryBytes),
+                                       v[perm[s]].capacity.bandwidthBytesPerSecond});
+                    relayed += s + 1 < n && !v[perm[s]].capacity.reachable && !v[perm[s + 1]].capacity.reachable;
+                }
+                const auto p = model::tryPartitionLayers(costs, devices, options);
+                if (!p)
+                    continue;
+                const double seconds = p->bottleneckSeconds();
+                if (seconds < bestSeconds * (1 - 1e-9) ||
+                    (seconds <= bestSeconds * (1 + 1e-9) && relayed < bestRelayed)) {
+                    bestSeconds = seconds;
+                    bestRelayed = relayed;
+                    bestOrder = perm;
+                }
+            } while (std::next_permutation(perm.begin(), perm.end()));
+            if (bestOrder.empty()) {
+                QVERIFY_THROWS_EXCEPTION(Error, planPipeline(m, v, members));
+                ++refused;
+                continue;
+            }
+            const PipelinePlan p = planPipeline(m, v, members);
+            QCOMPARE(p.stages, bestOrder);
+            QCOMPARE(p.samplesPerSecond, double(m.microbatch) / bestSeconds);
+            ++compared;
+        }
+        QVERIFY2(compared > 50 && refused > 5, qPrintable(QStringLiteral("%1 %2").arg(compared).arg(refused)));
     }
 
     void refusesTooLittleMemory() { QVERIFY_THROWS_EXCEPTION(Error, planSwarm(mlp(), volunteers(2, 0.2))); }
