@@ -2,6 +2,7 @@
 #include "engine/coord/plan_state.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -199,17 +200,49 @@ PlanChange PlanState::apply(const std::vector<std::string> &leaves,
 // newcomer waits instead.
 void PlanState::undoBreakingArrivals(const std::vector<std::string> &arrivals, const std::set<int> &working)
 {
-    for (auto it = arrivals.rbegin(); it != arrivals.rend(); ++it) {
-        const size_t i = indexOf(*it);
+    // The arrivals in each cluster that worked and has no pipeline now, in arrival order.
+    std::map<int, std::vector<size_t>> broken;
+    for (const auto &id : arrivals) {
+        const size_t i = indexOf(id);
         if (i >= m_ids.size())
             continue;
         const int c = m_clusterOf[i];
-        if (c < 0 || !working.count(c) ||
-            (size_t(c) < m_plan.pipelines.size() && !m_plan.pipelines[size_t(c)].stages.empty()))
-            continue;
-        m_clusterOf[i] = -1;
-        complete({c});
+        if (c >= 0 && working.count(c) &&
+            (size_t(c) >= m_plan.pipelines.size() || m_plan.pipelines[size_t(c)].stages.empty()))
+            broken[c].push_back(i);
     }
+    if (broken.empty())
+        return;
+    // Clusters are judged apart, each from its own members: the latest arrival waits
+    // first, until the cluster holds the model again (the closed form) and a cut fits.
+    // One complete() at the end: one per undo re-planned the whole swarm each time, and
+    // a storm's round at 10,000 volunteers undid thousands.
+    std::map<int, std::vector<size_t>> members;
+    for (size_t i = 0; i < m_clusterOf.size(); ++i)
+        if (broken.count(m_clusterOf[i]))
+            members[m_clusterOf[i]].push_back(i);
+    const auto v = volunteers();
+    std::vector<int> undone;
+    for (auto &[c, list] : broken) {
+        auto &in = members[c];
+        for (auto it = list.rbegin(); it != list.rend(); ++it) {
+            m_clusterOf[*it] = -1;
+            std::erase(in, *it);
+            if (in.empty())
+                break;
+            std::vector<swarm::Capacity> capacities;
+            for (size_t i : in)
+                capacities.push_back(m_capacities[i]);
+            if (swarm::clusterSpeed(capacities, m_demand) <= 0)
+                continue;
+            try {
+                swarm::planPipeline(m_model, v, in);
+                break;
+            } catch (const Error &) { }
+        }
+        undone.push_back(c);
+    }
+    complete(undone);
 }
 
 PlanChange PlanState::planAll()

@@ -16,6 +16,7 @@
 #include "engine/coord/plan_state.h"
 #include "engine/model/model_zoo.h"
 #include "engine/model/partitioner.h"
+#include "engine/swarm/replan.h"
 
 using namespace rookery;
 using namespace rookery::coord;
@@ -387,6 +388,45 @@ private Q_SLOTS:
             if (p.cluster != joined)
                 QVERIFY(sameSeat(p, after.at(id)));
         }
+    }
+
+    // A storm of fast newcomers with too little memory for any stage (16 KiB): the
+    // clusters' closed form takes them (their speed, the memory still adds up), no cut
+    // then fits, and each waits rather than stop a cluster that worked. The others'
+    // pipelines are as before; a newcomer that can hold a stage still joins.
+    void arrivalsThatWouldStopAClusterWait()
+    {
+        const auto v = population(30, 12);
+        PlanState s = planned(v);
+        const auto before = byId(s.placements());
+        const int64_t demand = s.demand().memoryBytes;
+        std::vector<std::pair<std::string, swarm::Capacity>> storm;
+        for (int i = 0; i < 40; ++i)
+            storm.push_back({"tiny-" + std::to_string(i), {250, 16 << 10, 120e6}});
+        storm.push_back({"newcomer", {250, demand, 120e6}});
+        s.apply({}, storm);
+        const auto after = byId(s.placements());
+        int took = 0;
+        for (int i = 0; i < 40; ++i)
+            took += after.at("tiny-" + std::to_string(i)).training;
+        QCOMPARE(took, 0);
+        QVERIFY(after.at("newcomer").training);
+        const int joined = after.at("newcomer").cluster;
+        for (const auto &[id, p] : before) {
+            QCOMPARE(after.at(id).training, p.training);
+            if (p.cluster != joined)
+                QVERIFY2(sameSeat(p, after.at(id)), id.c_str());
+        }
+        // Some were taken by a working cluster's closed form and then made to wait (the
+        // others went to clusters that do not work yet): planJoin alone places them.
+        int undone = 0;
+        for (size_t i = 0; i < s.ids().size(); ++i)
+            if (s.ids()[i].starts_with("tiny-") && s.plan().clustering.clusterOf[i] == -1) {
+                ++undone;
+                QVERIFY(swarm::planJoin(s.capacities(), s.plan().clustering.clusterOf, i, s.demand())
+                            .clustering.clusterOf[i] >= 0);
+            }
+        QVERIFY(undone > 0);
     }
 
     void restoresFromJson()
