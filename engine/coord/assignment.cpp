@@ -69,16 +69,6 @@ bool Assignment::namesPeer(const std::string &nodeId) const
     return false;
 }
 
-RingRef ringSeat(uint64_t ringId, size_t firstLayer, size_t lastLayer, const std::vector<PeerRef> &members, size_t rank)
-{
-    RingRef r{ringId, firstLayer, lastLayer, rank, std::max<size_t>(1, members.size()), {}, {}};
-    if (members.size() >= 2 && rank < members.size()) {
-        r.previous = members[(rank + members.size() - 1) % members.size()];
-        r.next = members[(rank + 1) % members.size()];
-    }
-    return r;
-}
-
 bool Assignment::samePlacement(const Assignment &o) const { return sameExceptRings(o) && rings == o.rings; }
 
 bool Assignment::sameExceptRings(const Assignment &o) const

@@ -50,9 +50,18 @@ struct RingRef
     bool operator==(const RingRef &) const = default;
 };
 
-/// The seat of member `rank` of a ring whose members are `members`, in ring order.
-RingRef ringSeat(uint64_t ringId, size_t firstLayer, size_t lastLayer, const std::vector<PeerRef> &members,
-                 size_t rank);
+/// The seat of member `rank` of a ring of `size` members in ring order, `member(k)`
+/// giving the k-th (asked only for the two neighbours).
+template <typename Member>
+RingRef ringSeat(uint64_t ringId, size_t firstLayer, size_t lastLayer, size_t size, size_t rank, Member &&member)
+{
+    RingRef r{ringId, firstLayer, lastLayer, rank, size < 1 ? 1 : size, {}, {}};
+    if (size >= 2 && rank < size) {
+        r.previous = member((rank + size - 1) % size);
+        r.next = member((rank + 1) % size);
+    }
+    return r;
+}
 
 enum class AssignmentState {
     Waiting,  ///< registered, in no working cluster yet: stay connected, train nothing

@@ -82,13 +82,8 @@ std::map<std::string, Assignment> buildAssignments(const std::vector<Placement> 
             a.next = peer(p.next, addresses);
             for (const auto &r : p.rings) {
                 // Only the neighbours become peers: a ring has a member per cluster.
-                RingRef ring{r.id, r.firstLayer, r.lastLayer, r.rank, 1, {}, {}};
-                if (const size_t n = r.members ? r.members->size() : 0; n >= 2 && r.rank < n) {
-                    ring.size = n;
-                    ring.previous = peer((*r.members)[(r.rank + n - 1) % n], addresses);
-                    ring.next = peer((*r.members)[(r.rank + 1) % n], addresses);
-                }
-                a.rings.push_back(std::move(ring));
+                a.rings.push_back(ringSeat(r.id, r.firstLayer, r.lastLayer, r.members ? r.members->size() : 0, r.rank,
+                                           [&](size_t k) { return peer((*r.members)[k], addresses); }));
             }
             a.shard = {p.cluster, p.clusterCount};
             if (const Assignment *before = find(previous, p.nodeId); before && before->isTraining())

@@ -96,7 +96,8 @@ Assignment assignmentFromJson(std::string_view text)
                 if (rank >= std::max<size_t>(1, members.size()))
                     throw Error("a stored assignment's ring rank " + std::to_string(rank) + " is past its " +
                                 std::to_string(members.size()) + " members");
-                a.rings.push_back(ringSeat(id, first, last, members, rank));
+                a.rings.push_back(
+                    ringSeat(id, first, last, members.size(), rank, [&](size_t k) { return members[k]; }));
                 continue;
             }
             RingRef ring{

@@ -226,6 +226,18 @@ double clusterSpeed(const std::vector<Capacity> &members, const ModelDemand &dem
     return speedOf(c, demand);
 }
 
+std::vector<std::vector<size_t>> membersByCluster(const std::vector<int> &clusterOf)
+{
+    int k = 0;
+    for (int c : clusterOf)
+        k = std::max(k, c + 1);
+    std::vector<std::vector<size_t>> members(static_cast<size_t>(k));
+    for (size_t i = 0; i < clusterOf.size(); ++i)
+        if (clusterOf[i] >= 0)
+            members[size_t(clusterOf[i])].push_back(i);
+    return members;
+}
+
 Clustering evaluate(const std::vector<Capacity> &volunteers, std::vector<int> clusterOf, const ModelDemand &demand)
 {
     Clustering out;

@@ -54,6 +54,10 @@ struct FormationOptions
 /// or its slowest link, whichever binds. 0 when its memory cannot hold the model.
 double clusterSpeed(const std::vector<Capacity> &members, const ModelDemand &demand);
 
+/// Each cluster's volunteers (indices, in index order), for clusters 0 .. the largest id
+/// in `clusterOf`; volunteers in no cluster (negative ids) are left out.
+std::vector<std::vector<size_t>> membersByCluster(const std::vector<int> &clusterOf);
+
 /// Scores a clustering (fills speeds, feasibility and swarm speed). Cluster ids are
 /// kept as given; an id with no members counts as an empty, infeasible cluster.
 Clustering evaluate(const std::vector<Capacity> &volunteers, std::vector<int> clusterOf, const ModelDemand &demand);

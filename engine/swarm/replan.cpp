@@ -12,14 +12,6 @@ namespace {
 
 constexpr int kDeparted = -2; // in no cluster and not waiting either
 
-int clusterCount(const std::vector<int> &clusterOf)
-{
-    int k = 0;
-    for (int c : clusterOf)
-        k = std::max(k, c + 1);
-    return k;
-}
-
 int membersOf(const std::vector<int> &clusterOf, int cluster)
 {
     return int(std::count(clusterOf.begin(), clusterOf.end(), cluster));
@@ -91,11 +83,8 @@ double speedOf(const std::vector<Capacity> &v, const std::vector<size_t> &member
 void place(const std::vector<Capacity> &v, std::vector<int> &clusterOf, size_t i, const ModelDemand &d)
 {
     clusterOf[i] = -1;
-    const int k = clusterCount(clusterOf);
-    std::vector<std::vector<size_t>> members(static_cast<size_t>(k));
-    for (size_t j = 0; j < clusterOf.size(); ++j)
-        if (clusterOf[j] >= 0)
-            members[size_t(clusterOf[j])].push_back(j);
+    const auto members = membersByCluster(clusterOf);
+    const int k = int(members.size());
     std::vector<double> speeds(static_cast<size_t>(k));
     for (int c = 0; c < k; ++c)
         speeds[size_t(c)] = speedOf(v, members[size_t(c)], v.size(), d);

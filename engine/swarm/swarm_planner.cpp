@@ -302,13 +302,8 @@ std::vector<int> balanceWithPipelines(const PlanModel &m, const std::vector<Plan
                                       std::vector<int> clusterOf)
 {
     PipelineSpeeds speedOf(m, v, d);
-    int k = 0;
-    for (int c : clusterOf)
-        k = std::max(k, c + 1);
-    std::vector<std::vector<size_t>> members(static_cast<size_t>(k));
-    for (size_t i = 0; i < clusterOf.size(); ++i)
-        if (clusterOf[i] >= 0)
-            members[size_t(clusterOf[i])].push_back(i);
+    auto members = membersByCluster(clusterOf);
+    const int k = int(members.size());
     std::vector<double> speed(static_cast<size_t>(k));
     for (int c = 0; c < k; ++c)
         speed[size_t(c)] = speedOf(members[size_t(c)]);
