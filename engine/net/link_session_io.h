@@ -361,7 +361,7 @@ template <class NextLayer> void LinkSession<NextLayer>::onError(beast::error_cod
     if (ec == websocket::error::closed) {
         const auto &cr = m_ws.reason();
         info.clean = cr.code == websocket::close_code::normal || cr.code == websocket::close_code::going_away;
-        info.reason = "closed by the peer" + (cr.reason.empty() ? "" : ": " + std::string(cr.reason));
+        info.reason = "closed by the peer" + (cr.reason.empty() ? "" : ": " + std::string(cr.reason.data(), cr.reason.size()));
     } else if (ec == beast::error::timeout) {
         info.reason = std::string(stage) + " timed out: no traffic from the peer for " +
                       detail::millis(m_setup.config.idleTimeout);
