@@ -26,6 +26,7 @@ struct Timing
     int64_t restartGrace = 0;
     int64_t firstPlanDelay = 0;
     int64_t certificateLifetime = 0; ///< seconds
+    int64_t stormHoldMax = 0;
 };
 
 void declareTimingOptions(CLI::App &p, Timing &t)
@@ -38,6 +39,9 @@ void declareTimingOptions(CLI::App &p, Timing &t)
                         "the same, for every node after this coordinator restarts");
     cli::addWholeNumber(p, "--first-plan-delay-ms", t.firstPlanDelay, 0, 600'000, "MS",
                         "wait this long for more volunteers before the first plan");
+    cli::addWholeNumber(p, "--storm-hold-max-ms", t.stormHoldMax, 0, 3'600'000, "MS",
+                        "during a registration storm, tell placed nodes of the swarm's growth (ring sizes, "
+                        "shards) at most this late; 0: at every planning round");
     cli::addWholeNumber(p, "--certificate-lifetime-s", t.certificateLifetime, 5, 365 * 86400, "S",
                         "how long a node's certificate is valid (default 30 days); nodes renew at half of it");
 }
@@ -101,7 +105,8 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     auto &run = s.run;
     std::string dataDir = (defaultDataDir() / "coordinator").string();
     Timing timing{s.heartbeatInterval.count(), s.heartbeatTimeout.count(), s.rejoinGrace.count(),
-                  s.restartGrace.count(),      s.firstPlanDelay.count(),   s.certificateLifetime.count()};
+                  s.restartGrace.count(),      s.firstPlanDelay.count(),   s.certificateLifetime.count(),
+                  s.stormHoldMax.count()};
     RunChoices choices{"mlp", "sgd", run.optimizer.learningRate, run.optimizer.momentum, run.optimizer.weightDecay};
     std::vector<char *> args(argv, argv + argc);
     if (args.size() > 1 && std::string_view(args[1]) == "invite") {
@@ -225,6 +230,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     s.rejoinGrace = ms(timing.rejoinGrace);
     s.restartGrace = ms(timing.restartGrace);
     s.firstPlanDelay = ms(timing.firstPlanDelay);
+    s.stormHoldMax = ms(timing.stormHoldMax);
     s.certificateLifetime = std::chrono::seconds(timing.certificateLifetime);
     if (s.heartbeatTimeout <= s.heartbeatInterval)
         throw Error("--heartbeat-timeout-ms must be longer than --heartbeat-ms");

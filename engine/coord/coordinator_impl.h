@@ -65,8 +65,9 @@ struct Coordinator::Impl
     void maybePlan(Clock::time_point now);
     bool joinsDue(Clock::time_point now, size_t joins) const; ///< under inboxMutex
     void trimMemory(Clock::time_point now);
-    void round(Clock::time_point now, std::map<std::string, Pending> events, bool republish, bool full);
-    void publishPlacements();
+    void round(Clock::time_point now, std::map<std::string, Pending> events, bool hold, bool full);
+    /// `hold`: a registration storm is under way (holdStormGrowth).
+    void publishPlacements(Clock::time_point now, bool hold);
     void checkStragglers(Clock::time_point now); ///< coordinator_stragglers.cpp
     void checkClaims(Clock::time_point now);     ///< coordinator_stragglers.cpp
     std::vector<StageSpeed> stageSpeeds() const; ///< placed, training stages: plan against measurement
@@ -103,7 +104,8 @@ struct Coordinator::Impl
     std::map<std::string, Assignment> published; ///< what the planner last handed out, by node
     std::optional<Clock::time_point> holdSince;  ///< since when the volunteers could hold the model
     Clock::time_point lastRound;
-    std::optional<Clock::time_point> trimAt; ///< when to return freed heap pages to the system
+    std::optional<Clock::time_point> trimAt;    ///< when to return freed heap pages to the system
+    std::optional<Clock::time_point> heldSince; ///< since when a storm's growth is held back from placed nodes
     StragglerWatch stragglers;
     Clock::time_point nextStragglerCheck;
     ClaimWatch claims;

@@ -14,6 +14,7 @@
 #include "engine/common/format.h"
 #include "engine/common/log.h"
 #include "engine/coord/assignment_builder.h"
+#include "engine/coord/storm_hold.h"
 
 namespace rookery::coord {
 
@@ -34,7 +35,7 @@ bool Coordinator::Impl::joinsDue(Clock::time_point now, size_t joins) const
 void Coordinator::Impl::maybePlan(Clock::time_point now)
 {
     std::map<std::string, Pending> events;
-    bool rep = false, full = false;
+    bool hold = false, full = false;
     {
         std::lock_guard lock(inboxMutex);
         size_t joins = 0;
@@ -42,8 +43,15 @@ void Coordinator::Impl::maybePlan(Clock::time_point now)
         for (const auto &[id, p] : pending)
             p.leave ? leaves = true : ++joins;
         const bool takeJoins = joinsDue(now, joins);
-        const bool due = (leaves || takeJoins || republish || fullReplan) && now - lastRound >= settings.planInterval;
         const bool firstDue = !plan.isWorking() && holdSince && now - *holdSince >= settings.firstPlanDelay;
+        // A storm's growth is held back from placed nodes while joins wait for their
+        // batch or came within stormSettle, for stormHoldMax at most; then a round tells all.
+        const bool joinsWait = joins > 0 && !takeJoins && !firstDue;
+        hold = (joinsWait || now - lastArrival < settings.stormSettle) && settings.stormHoldMax.count() > 0 &&
+               (!heldSince || now - *heldSince < settings.stormHoldMax);
+        if (heldSince && !hold)
+            republish = true;
+        const bool due = (leaves || takeJoins || republish || fullReplan) && now - lastRound >= settings.planInterval;
         if (!due && !firstDue)
             return;
         if (takeJoins || firstDue) {
@@ -58,14 +66,14 @@ void Coordinator::Impl::maybePlan(Clock::time_point now)
                     ++it;
                 }
         }
-        rep = std::exchange(republish, false);
+        republish = false;
         full = std::exchange(fullReplan, false);
     }
     lastRound = now;
-    round(now, std::move(events), rep, full);
+    round(now, std::move(events), hold, full);
 }
 
-void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pending> events, bool, bool full)
+void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pending> events, bool hold, bool full)
 {
     const auto started = Clock::now();
     std::vector<std::string> leaves;
@@ -101,7 +109,7 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
             holdSince = now; // try again after another delay
         }
     }
-    publishPlacements();
+    publishPlacements(now, hold);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     {
         std::lock_guard lock(summaryMutex);
@@ -120,11 +128,17 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
                              std::to_string(int64_t(ms)) + " ms)");
 }
 
-void Coordinator::Impl::publishPlacements()
+void Coordinator::Impl::publishPlacements(Clock::time_point now, bool hold)
 {
     auto placements = plan.placements();
     skipAway(placements, registry->away());
-    auto fresh = buildAssignments(placements, registry->addresses(), published);
+    const auto addresses = registry->addresses();
+    auto fresh = buildAssignments(placements, addresses, published);
+    if (!hold) {
+        heldSince.reset();
+    } else if (holdStormGrowth(fresh, published, addresses) > 0 && !heldSince) {
+        heldSince = now;
+    }
     markUnreachable(fresh, registry->unreachable());
     std::map<std::string, Assignment> changed;
     for (const auto &[id, a] : fresh)

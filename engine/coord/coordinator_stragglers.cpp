@@ -90,7 +90,7 @@ void Coordinator::Impl::checkStragglers(Clock::time_point now)
     }
     if (!changed)
         return;
-    publishPlacements();
+    publishPlacements(now, false);
     {
         std::lock_guard lock(summaryMutex);
         summary = summarize(plan);
