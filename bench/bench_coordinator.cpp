@@ -33,6 +33,7 @@
 #include "engine/common/log.h"
 #include "engine/common/splitmix64.h"
 #include "engine/coord/coordinator_client.h"
+#include "engine/coord/heartbeat_pace.h"
 #include "engine/coord/wire_convert.h"
 #include "engine/device/capability_profile.h"
 #include "engine/model/model_zoo.h"
@@ -672,7 +673,10 @@ int main(int argc, char **argv)
         report.add("p99_ms", m.p99);
         report.add("max_ms", m.max);
         report.add("heartbeats_measured", double(m.samples));
-        report.add("heartbeats_expected", double(nodes) * windowS);
+        // The coordinator runs with --heartbeat-ms 1000 and its default budget (2,000 a second).
+        const auto pace = coord::heartbeatPace(std::chrono::milliseconds(1000), size_t(nodes), 2000);
+        report.add("heartbeat_interval_ms", double(pace.count()));
+        report.add("heartbeats_expected", double(nodes) * windowS * 1000 / double(pace.count()));
         report.add("baseline_p50_ms", baseline.p50);
         report.add("registration_p50_ms", percentile(reg, 0.5));
         report.add("registration_p99_ms", percentile(reg, 0.99));

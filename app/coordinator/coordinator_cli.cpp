@@ -27,11 +27,15 @@ struct Timing
     int64_t firstPlanDelay = 0;
     int64_t certificateLifetime = 0; ///< seconds
     int64_t stormHoldMax = 0;
+    int64_t heartbeatBudget = 0; ///< heartbeats a second
 };
 
 void declareTimingOptions(CLI::App &p, Timing &t)
 {
     cli::addWholeNumber(p, "--heartbeat-ms", t.heartbeat, 50, 60'000, "MS", "how often nodes send heartbeats");
+    cli::addWholeNumber(p, "--heartbeat-budget", t.heartbeatBudget, 0, 1'000'000, "N",
+                        "heartbeats a second this coordinator takes from all nodes together: a larger swarm "
+                        "is told a longer interval than --heartbeat-ms (0: --heartbeat-ms at any size)");
     cli::addWholeNumber(p, "--heartbeat-timeout-ms", t.timeout, 100, 600'000, "MS", "a node silent this long is lost");
     cli::addWholeNumber(p, "--rejoin-grace-ms", t.rejoinGrace, 0, 3'600'000, "MS",
                         "a node away (silent, or paused by its volunteer) keeps its assignment this long");
@@ -106,7 +110,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     std::string dataDir = (defaultDataDir() / "coordinator").string();
     Timing timing{s.heartbeatInterval.count(), s.heartbeatTimeout.count(), s.rejoinGrace.count(),
                   s.restartGrace.count(),      s.firstPlanDelay.count(),   s.certificateLifetime.count(),
-                  s.stormHoldMax.count()};
+                  s.stormHoldMax.count(),      int64_t(s.heartbeatBudget)};
     RunChoices choices{"mlp", "sgd", run.optimizer.learningRate, run.optimizer.momentum, run.optimizer.weightDecay};
     std::vector<char *> args(argv, argv + argc);
     if (args.size() > 1 && std::string_view(args[1]) == "invite") {
@@ -227,6 +231,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     s.relayBytesPerSecondPerPair = uint64_t(relayMbit * 1e6 / 8);
     s.heartbeatInterval = ms(timing.heartbeat);
     s.heartbeatTimeout = ms(timing.timeout);
+    s.heartbeatBudget = double(timing.heartbeatBudget);
     s.rejoinGrace = ms(timing.rejoinGrace);
     s.restartGrace = ms(timing.restartGrace);
     s.firstPlanDelay = ms(timing.firstPlanDelay);

@@ -55,6 +55,7 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
     RegistryConfig rc;
     rc.heartbeatInterval = settings.heartbeatInterval;
     rc.heartbeatTimeout = settings.heartbeatTimeout;
+    rc.heartbeatBudget = settings.heartbeatBudget;
     rc.registerTimeout = settings.registerTimeout;
     rc.certificateValidity = settings.certificateLifetime;
     rc.rejoinGrace = settings.rejoinGrace;

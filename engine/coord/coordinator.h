@@ -50,6 +50,10 @@ struct CoordinatorSettings
 
     std::chrono::milliseconds heartbeatInterval{1000};
     std::chrono::milliseconds heartbeatTimeout{5000}; ///< no heartbeat for this long: lost
+    /// Heartbeats a second budgeted for all nodes together: past heartbeatInterval x this
+    /// many nodes online, nodes are told a longer interval (and the timeout grows to three
+    /// of them). 0: heartbeatInterval at any size. See heartbeatPace().
+    double heartbeatBudget = 2000;
     /// A link that has not registered this long after it opened is closed: an idle link
     /// holds buffers, and pongs alone would keep it open for ever.
     std::chrono::milliseconds registerTimeout{10'000};

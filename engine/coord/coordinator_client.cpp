@@ -37,6 +37,14 @@ std::string randomNonce()
     return nonce;
 }
 
+// The interval the coordinator asks for, within what this node will do: beats closer
+// than 50 ms apart are a load on the coordinator, and one a minute would let the
+// coordinator's links time out (a coordinator's choice; this node keeps to it).
+std::chrono::milliseconds heartbeatIntervalFrom(uint32_t ms)
+{
+    return std::chrono::milliseconds(std::clamp<uint32_t>(ms, 50, 30'000));
+}
+
 } // namespace
 
 struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient::Impl>
@@ -179,12 +187,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
                 throw Error("the coordinator registered node " + reply.nodeId.substr(0, 12) + ", not this node " +
                             identity.nodeId().substr(0, 12));
             expiry = net::certificateExpiry(reply.certificatePem);
-            reg = {reply.nodeId,
-                   reply.certificatePem,
-                   reply.caCertificatePem,
-                   fromWire(reply.run),
-                   fromWire(reply.assignment),
-                   std::chrono::milliseconds(std::max<uint32_t>(50, reply.heartbeatIntervalMs))};
+            reg = {reply.nodeId,        reply.certificatePem,       reply.caCertificatePem,
+                   fromWire(reply.run), fromWire(reply.assignment), heartbeatIntervalFrom(reply.heartbeatIntervalMs)};
         } catch (const Error &e) {
             return refuse(l, std::string("the coordinator's registration reply is not usable: ") + e.what());
         }
@@ -264,6 +268,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
                 stats.lastRoundTrip = rtt;
             }
             ++stats.heartbeatsAcked;
+            if (ack.heartbeatIntervalMs != 0) // the swarm grew or shrank: the next beat is at the new pace
+                interval = heartbeatIntervalFrom(ack.heartbeatIntervalMs);
         }
         if (rtt.count() >= 0)
             notify(&CoordinatorClientEvents::heartbeatAcked, rtt);
@@ -560,7 +566,10 @@ Assignment CoordinatorClient::assignment() const
 CoordinatorClientStats CoordinatorClient::stats() const
 {
     std::lock_guard lock(m->mutex);
-    return m->stats;
+    CoordinatorClientStats s = m->stats;
+    if (m->registered)
+        s.heartbeatInterval = m->interval;
+    return s;
 }
 
 } // namespace rookery::coord

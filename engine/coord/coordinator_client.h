@@ -72,6 +72,8 @@ struct CoordinatorClientStats
     uint64_t heartbeatsAcked = 0;
     uint64_t assignmentUpdates = 0;
     std::chrono::microseconds lastRoundTrip{0};
+    /// The heartbeat interval the coordinator asked for last (0 before registering).
+    std::chrono::milliseconds heartbeatInterval{0};
 };
 
 /// A node's link to its coordinator: registers on every (re)connection with the same

@@ -77,6 +77,7 @@ NodeRegistry::NodeRegistry(RegistryConfig config, const net::CertificateAuthorit
     , m_store(store)
     , m_replay(replay)
     , m_hooks(std::move(hooks))
+    , m_pace(m_config.heartbeatInterval)
     , m_limits(m_config.addressLimits)
 { }
 

@@ -52,6 +52,9 @@ struct RegistryConfig
 {
     std::chrono::milliseconds heartbeatInterval{1000};
     std::chrono::milliseconds heartbeatTimeout{5000};
+    /// Heartbeats a second the coordinator budgets for, all nodes together: past
+    /// heartbeatInterval x this many nodes, the interval grows (heartbeatPace). 0: fixed.
+    double heartbeatBudget = 2000;
     std::chrono::milliseconds registerTimeout{10'000}; ///< an open link silent this long is closed
     std::chrono::milliseconds rejoinGrace{300'000};    ///< as CoordinatorSettings::rejoinGrace
     std::chrono::seconds certificateValidity{30 * 86400};
@@ -225,6 +228,8 @@ private:
     /// Open links that have sent nothing yet, with when they opened.
     std::unordered_map<const net::Link *, std::pair<std::weak_ptr<net::Link>, Clock::time_point>> m_unregistered;
     RegistryCounters m_counters;
+    /// The heartbeat interval nodes are told now (heartbeatPace of the nodes online).
+    std::chrono::milliseconds m_pace;
     AddressLimits m_limits;
     /// Registered links -> the host they come from, counted in m_limits until they close.
     std::unordered_map<const net::Link *, std::string> m_linkHost;

@@ -202,9 +202,9 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
     log::info(kArea, std::string(fresh ? "registered" : "re-registered") + " node " + shortId(nodeId) + " '" +
                          rec.name + "' at " + rec.listenAddress +
                          (fresh ? "" : " (was " + std::string(presenceName(was)) + ")"));
-    out.send(link,
-             net::Message(net::RegisterReply{nodeId, certificate, m_ca.certificatePem(), m_config.run,
-                                             toWire(rec.assignment), uint32_t(m_config.heartbeatInterval.count())}));
+    rec.toldInterval = rec.allowedInterval = m_pace;
+    out.send(link, net::Message(net::RegisterReply{nodeId, certificate, m_ca.certificatePem(), m_config.run,
+                                                   toWire(rec.assignment), uint32_t(m_pace.count())}));
     if (!m_banned.nodeIds.empty())
         out.send(link, banListMessage());
     persist(rec);
@@ -235,7 +235,9 @@ void NodeRegistry::onHeartbeat(const std::shared_ptr<net::Link> &link, const net
         weighComplaints(rec, out);
     ++rec.heartbeats;
     ++m_counters.heartbeats;
-    out.send(link, net::Message(net::HeartbeatAck{h.seq, rec.assignment.version}));
+    rec.allowedInterval = std::max(rec.toldInterval, m_pace);
+    rec.toldInterval = m_pace;
+    out.send(link, net::Message(net::HeartbeatAck{h.seq, rec.assignment.version, uint32_t(m_pace.count())}));
     // The node missed an update (or it crossed this heartbeat): send it again, at most
     // once per interval.
     if (h.assignmentVersion < rec.assignment.version && now - rec.lastPush > m_config.heartbeatInterval) {

@@ -48,6 +48,9 @@ struct NodeRegistry::Record
     std::string reachabilityNote;
     std::weak_ptr<net::Link> link;
     Clock::time_point lastSeen, graceUntil, lastPush;
+    /// The heartbeat interval it was told last, and the one its next heartbeat may take
+    /// (the longer of that and the one told before: it may not have heard the change).
+    std::chrono::milliseconds toldInterval{0}, allowedInterval{0};
     int64_t firstSeenMs = 0, lastSeenMs = 0;
     Assignment assignment;
     bool inPlanner = false;

@@ -3,6 +3,7 @@
 #include "engine/coord/node_registry.h"
 
 #include "engine/common/log.h"
+#include "engine/coord/heartbeat_pace.h"
 #include "engine/coord/node_registry_record.h"
 
 namespace rookery::coord {
@@ -47,13 +48,16 @@ void NodeRegistry::tick(Clock::time_point now)
             out.close(std::move(link), why);
             it = m_unregistered.erase(it);
         }
+        size_t online = 0;
         for (auto &[id, r] : m_nodes) {
             Record &rec = *r;
-            if (rec.presence == Presence::Online && now - rec.lastSeen > m_config.heartbeatTimeout) {
+            if (rec.presence == Presence::Online &&
+                now - rec.lastSeen > silenceLimit(m_config.heartbeatTimeout, rec.allowedInterval)) {
                 auto link = rec.link.lock();
                 if (link)
                     m_linkNode.erase(link.get());
-                const std::string why = "no heartbeat for " + millis(m_config.heartbeatTimeout);
+                const std::string why =
+                    "no heartbeat for " + millis(silenceLimit(m_config.heartbeatTimeout, rec.allowedInterval));
                 out.close(link, why);
                 lose(rec, now, why);
             } else if (rec.paused() && rec.pausedSince && now - *rec.pausedSince >= m_config.rejoinGrace &&
@@ -83,7 +87,16 @@ void NodeRegistry::tick(Clock::time_point now)
                 m_hooks.changed();
                 persist(rec);
             }
+            online += rec.presence == Presence::Online;
         }
+        // Told with each ack (and registration): a swarm that grew hears of it within one
+        // heartbeat, one that shrank within one of the longer intervals.
+        const auto pace = heartbeatPace(m_config.heartbeatInterval, online, m_config.heartbeatBudget);
+        if (pace != m_pace)
+            log::info(kArea, "heartbeat interval now " + millis(pace) + " for " + std::to_string(online) +
+                                 " nodes online (a budget of " + std::to_string(int64_t(m_config.heartbeatBudget)) +
+                                 " heartbeats a second)");
+        m_pace = pace;
     }
     out.flush();
 }

@@ -267,6 +267,7 @@ struct HeartbeatAck
 {
     uint64_t seq = 0;
     uint64_t assignmentVersion = 0;
+    uint32_t heartbeatIntervalMs = 0; ///< from now on; 0: unchanged
     bool operator==(const HeartbeatAck &) const = default;
 };
 

@@ -212,7 +212,8 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
         return Heartbeat{h.seq(), h.assignment_version(), fromWire(h.metrics())};
     }
     case E::kHeartbeatAck:
-        return HeartbeatAck{env.heartbeat_ack().seq(), env.heartbeat_ack().assignment_version()};
+        return HeartbeatAck{env.heartbeat_ack().seq(), env.heartbeat_ack().assignment_version(),
+                            env.heartbeat_ack().heartbeat_interval_ms()};
     case E::kAssignmentUpdate:
         if (reason = assignmentProblem(env.assignment_update().assignment()); !reason.empty())
             return std::nullopt;

@@ -216,6 +216,7 @@ struct ToEnvelope
     {
         env.mutable_heartbeat_ack()->set_seq(m.seq);
         env.mutable_heartbeat_ack()->set_assignment_version(m.assignmentVersion);
+        env.mutable_heartbeat_ack()->set_heartbeat_interval_ms(m.heartbeatIntervalMs);
     }
     void operator()(const AssignmentUpdate &m)
     {

@@ -45,6 +45,7 @@ private Q_SLOTS:
         QCOMPARE(s.statusPort, uint16_t(7401));
         QCOMPARE(s.heartbeatInterval, std::chrono::milliseconds(1000));
         QCOMPARE(s.heartbeatTimeout, std::chrono::milliseconds(5000));
+        QCOMPARE(s.heartbeatBudget, 2000.0);
         QCOMPARE(s.dataDir, rookery::defaultDataDir() / "coordinator");
         QCOMPARE(s.run.model.name, std::string("mlp"));
         QCOMPARE(s.run.optimizer.kind, rookery::train::OptimizerKind::Sgd);
@@ -111,6 +112,8 @@ private Q_SLOTS:
                               "100",
                               "--heartbeat-timeout-ms",
                               "2000",
+                              "--heartbeat-budget",
+                              "0",
                               "--first-plan-delay-ms",
                               "0",
                               "--model",
@@ -138,6 +141,7 @@ private Q_SLOTS:
         QCOMPARE(s.bindAddress, std::string("127.0.0.1"));
         QCOMPARE(s.heartbeatInterval, std::chrono::milliseconds(100));
         QCOMPARE(s.heartbeatTimeout, std::chrono::milliseconds(2000));
+        QCOMPARE(s.heartbeatBudget, 0.0);
         QCOMPARE(s.firstPlanDelay, std::chrono::milliseconds(0));
         QCOMPARE(s.run.model.name, std::string("cnn"));
         QCOMPARE(s.run.optimizer.kind, rookery::train::OptimizerKind::AdamW);

@@ -261,17 +261,21 @@ private Q_SLOTS:
 
         const qsizetype asleepAt = run.output.size();
         QCOMPARE(::kill(pid, SIGSTOP), 0);
-        // Lost: its cluster leaves the rings (its partner averages alone).
-        QVERIFY2(run.waitFor(
-                     [&] {
-                         return run.output.indexOf(
-                                    QStringLiteral("[node %1] rings changed: averaging with no other cluster for now")
-                                        .arg(partner),
-                                    asleepAt) >= 0;
-                     },
-                     30s),
-                 qPrintable(run.output.mid(asleepAt).right(3000)));
-        const qsizetype lostAt = run.output.size();
+        // Lost: its cluster leaves the rings (its partner averages alone). On a loaded
+        // machine the coordinator may plan the loss and the end of the grace in one round;
+        // then the partner hears only the new placement, which the next check asks for.
+        const QString alone =
+            QStringLiteral("[node %1] rings changed: averaging with no other cluster for now").arg(partner);
+        const QString replaced = QStringLiteral("[node %1] assignment: training").arg(partner);
+        QVERIFY2(
+            run.waitFor(
+                [&] { return run.output.indexOf(alone, asleepAt) >= 0 || run.output.indexOf(replaced, asleepAt) >= 0; },
+                90s),
+            qPrintable(run.output.mid(asleepAt).right(3000)));
+        if (run.output.indexOf(alone, asleepAt) < 0)
+            qInfo("node %d heard of the loss only with its new placement", partner);
+        const qsizetype aloneAt = run.output.indexOf(alone, asleepAt);
+        const qsizetype lostAt = aloneAt >= 0 ? aloneAt + alone.size() : asleepAt;
         // Gone after the grace: its partner gets a new placement (alone it cannot form a
         // two-stage pipeline) and trains on.
         QVERIFY2(run.waitFor(

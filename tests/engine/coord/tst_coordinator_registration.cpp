@@ -361,6 +361,57 @@ private Q_SLOTS:
         QVERIFY(!n.await<net::RegisterReply>().has_value());
     }
 
+    // The heartbeat interval grows with the swarm. With a budget of 20 heartbeats a
+    // second, three nodes at 100 ms (30 a second) are told 500 ms (150 ms, rounded up to
+    // a half second) and keep to it; a node told 500 ms that falls silent is lost after
+    // three of its intervals, not after the 600 ms timeout meant for 100 ms.
+    void aLargerSwarmIsToldALongerHeartbeatInterval()
+    {
+        m_coordinator.reset();
+        auto settings = test::testSettings((m_dataDir + QStringLiteral("-pace")).toStdString());
+        settings.heartbeatBudget = 20;
+        m_coordinator = std::make_unique<coord::Coordinator>(settings);
+        std::vector<std::unique_ptr<test::TestNode>> nodes;
+        for (int i = 0; i < 3; ++i) {
+            nodes.push_back(std::make_unique<test::TestNode>());
+            nodes.back()->start(*m_net, address(), 50, bigEnough());
+        }
+        QVERIFY(test::eventually(
+            [&] {
+                return std::all_of(nodes.begin(), nodes.end(),
+                                   [](const auto &n) { return n->client->stats().heartbeatInterval == 500ms; });
+            },
+            10s));
+        std::vector<uint64_t> before;
+        for (const auto &n : nodes)
+            before.push_back(n->client->stats().heartbeatsSent);
+        QTest::qWait(2000);
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            const uint64_t sent = nodes[i]->client->stats().heartbeatsSent - before[i];
+            QVERIFY2(sent >= 2 && sent <= 6, qPrintable(QStringLiteral("%1 heartbeats in 2 s").arg(sent)));
+        }
+
+        RawNode silent;
+        silent.dial(*m_net, address());
+        QVERIFY(silent.open());
+        QCOMPARE(silent.link->send(silent.registration()), net::SendResult::Queued);
+        const auto reply = silent.await<net::RegisterReply>();
+        QVERIFY(reply.has_value());
+        QCOMPARE(reply->heartbeatIntervalMs, 500u);
+        const auto lostCount = [&] {
+            const std::string json = m_coordinator->statusJson(), lost = "\"presence\":\"lost\"";
+            int count = 0;
+            for (auto at = json.find(lost); at != std::string::npos; at = json.find(lost, at + 1))
+                ++count;
+            return count;
+        };
+        QTest::qWait(1000); // past the 600 ms timeout, within 1.5 s
+        QVERIFY2(lostCount() == 0, "a node told 500 ms was lost after 1 s of silence");
+        QVERIFY(test::eventually([&] { return lostCount() == 1; }, 5s));
+        QTest::qWait(1000); // the others, heartbeating every 500 ms, never are
+        QCOMPARE(lostCount(), 1);
+    }
+
     void replayedRegistrationIsRefused()
     {
         RawNode first;

@@ -77,7 +77,7 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(RegisterReply{"dd44", "-----BEGIN CERTIFICATE-----", "-----BEGIN CERTIFICATE-----", run, a, 1000});
     m.push_back(Heartbeat{9, 4, {123.5, 77, 0.25, NodeActivity::Training, 4928, 0.75}});
     m.push_back(Heartbeat{10, 4, {0, 77, 0.25, NodeActivity::Paused, 4928, 0, AwayReason::OnBattery, 3600, 812.5}});
-    m.push_back(HeartbeatAck{9, 5});
+    m.push_back(HeartbeatAck{9, 5, 4500});
     m.push_back(AssignmentUpdate{a});
     m.push_back(AssignmentUpdate{AssignmentInfo{}});
     m.push_back(Leave{"shutting down"});
