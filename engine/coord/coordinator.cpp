@@ -56,6 +56,7 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
     rc.heartbeatInterval = settings.heartbeatInterval;
     rc.heartbeatTimeout = settings.heartbeatTimeout;
     rc.heartbeatBudget = settings.heartbeatBudget;
+    rc.verdictWait = settings.reachabilityTimeout + std::chrono::seconds(2);
     rc.registerTimeout = settings.registerTimeout;
     rc.certificateValidity = settings.certificateLifetime;
     rc.rejoinGrace = settings.rejoinGrace;
@@ -84,10 +85,11 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
         return RelayTickets{host + ":" + std::to_string(relayServer->port()), relay::tokenToBytes(a),
                             relay::tokenToBytes(b)};
     };
-    hooks.probe = [this](const std::string &id, const std::string &address) {
-        if (probe) // made in start(); none while the stored run is restored
-            probe->check(id, address);
-    };
+    if (settings.reachabilityTimeout.count() > 0) // else no checks: nodes are placed as they come
+        hooks.probe = [this](const std::string &id, const std::string &address) {
+            if (probe) // made in start(); none while the stored run is restored
+                probe->check(id, address);
+        };
     restore(stored); // settles run.runId
     rc.runId = run.runId;
     rc.run = toWire(run);

@@ -194,6 +194,8 @@ void NodeRegistry::setReachability(const std::string &nodeId, const std::string 
             if (r.inPlanner) // the planner puts it next to reachable neighbours where it can
                 m_hooks.join(nodeId, r.capacity);
         }
+        if (r.awaitingVerdict)
+            placeAfterVerdict(r);
         if (reachable)
             log::info(kArea, "node " + shortId(nodeId) + " '" + r.name + "': " + note);
         else

@@ -56,7 +56,10 @@ struct RegistryConfig
     /// heartbeatInterval x this many nodes, the interval grows (heartbeatPace). 0: fixed.
     double heartbeatBudget = 2000;
     std::chrono::milliseconds registerTimeout{10'000}; ///< an open link silent this long is closed
-    std::chrono::milliseconds rejoinGrace{300'000};    ///< as CoordinatorSettings::rejoinGrace
+    /// With a reachability probe: a new node is placed once its verdict is in, or after
+    /// this long without one.
+    std::chrono::milliseconds verdictWait{22'000};
+    std::chrono::milliseconds rejoinGrace{300'000}; ///< as CoordinatorSettings::rejoinGrace
     std::chrono::seconds certificateValidity{30 * 86400};
     std::string runId;
     net::RunInfo run;
@@ -209,6 +212,8 @@ private:
     void refuse(const std::shared_ptr<net::Link> &link, net::CoordinatorErrorCode code, const std::string &reason,
                 Outbox &out);
     void lose(Record &record, Clock::time_point now, const std::string &why);
+    /// Into the planner, once its reachability verdict is in (or overdue). Under m_mutex.
+    void placeAfterVerdict(Record &record);
     /// A heartbeat's complaints about other nodes: quarantines those they condemn. Under m_mutex.
     void weighComplaints(Record &reporter, Outbox &out);
     void quarantine(Record &record, const std::string &why, Outbox &out);

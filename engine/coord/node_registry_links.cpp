@@ -182,21 +182,32 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
     rec.lostWithCoordinator = false;
     if (wasAway && !rec.away() && m_hooks.awayChanged)
         m_hooks.awayChanged();
-    if (!rec.inPlanner) {
-        rec.capacity = c.capacity; // a node keeps the capacity it was placed with
-        rec.inPlanner = true;
-        rec.parked = false;
-        m_hooks.join(nodeId, rec.capacity);
-    } else if (moved) {
-        m_hooks.addressesChanged();
-    }
     if (m_hooks.probe) { // every registration: the node's network may have changed since
         if (fresh || moved || rec.reachability == Reachability::Unknown) {
             rec.reachability = Reachability::Checking; // else the last verdict stands meanwhile
             rec.reachabilityNote.clear();
         }
-        m_hooks.probe(nodeId, rec.listenAddress);
     }
+    if (!rec.inPlanner) {
+        rec.capacity = c.capacity; // a node keeps the capacity it was placed with
+        rec.parked = false;
+        // A newcomer is placed with its verdict: placed before it, it would be re-placed
+        // (next to neighbours that can dial it) and its neighbours re-told who dials whom
+        // when the verdict comes, two pushes or more for nothing.
+        rec.awaitingVerdict = rec.reachability == Reachability::Checking;
+        if (rec.awaitingVerdict) {
+            rec.verdictDue = rec.lastSeen + m_config.verdictWait;
+            if (rec.assignment.state == AssignmentState::Waiting)
+                rec.assignment.reason = "waiting: checking whether peers can reach this node";
+        } else {
+            rec.inPlanner = true;
+            m_hooks.join(nodeId, rec.capacity);
+        }
+    } else if (moved) {
+        m_hooks.addressesChanged();
+    }
+    if (m_hooks.probe)
+        m_hooks.probe(nodeId, rec.listenAddress);
     m_hooks.changed();
     ++m_counters.registrations;
     log::info(kArea, std::string(fresh ? "registered" : "re-registered") + " node " + shortId(nodeId) + " '" +

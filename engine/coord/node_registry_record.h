@@ -58,6 +58,11 @@ struct NodeRegistry::Record
     /// than the grace, and placed again when it resumes (`parked`).
     std::optional<Clock::time_point> pausedSince;
     bool parked = false;
+    /// Registered, not yet in the planner: placed once the reachability check's verdict
+    /// is in (by verdictDue at the latest), so that its first placement already says who
+    /// can dial whom and it is not moved or re-sent for it seconds later.
+    bool awaitingVerdict = false;
+    Clock::time_point verdictDue;
     /// Complaints about this node: reporter id -> values of it the reporter refused.
     std::map<std::string, int64_t> complaintsAgainst;
     /// It complained about a node its assignment takes no values from (logged once).

@@ -29,6 +29,15 @@ void NodeRegistry::lose(Record &rec, Clock::time_point now, const std::string &w
     persist(rec);
 }
 
+void NodeRegistry::placeAfterVerdict(Record &rec)
+{
+    rec.awaitingVerdict = false;
+    if (rec.presence != Presence::Online || rec.inPlanner)
+        return; // it went meanwhile; placed when it registers again
+    rec.inPlanner = true;
+    m_hooks.join(rec.nodeId, rec.capacity);
+}
+
 void NodeRegistry::tick(Clock::time_point now)
 {
     Outbox out;
@@ -86,6 +95,11 @@ void NodeRegistry::tick(Clock::time_point now)
                 log::info(kArea, "node " + shortId(id) + " '" + rec.name + "' is gone; re-planning without it");
                 m_hooks.changed();
                 persist(rec);
+            }
+            if (rec.awaitingVerdict && now >= rec.verdictDue) {
+                log::warning(kArea, "node " + shortId(id) + " '" + rec.name + "': no reachability verdict within " +
+                                        millis(m_config.verdictWait) + "; placing it as it is");
+                placeAfterVerdict(rec);
             }
             online += rec.presence == Presence::Online;
         }

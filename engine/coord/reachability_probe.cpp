@@ -18,6 +18,8 @@ using Clock = ReachabilityProbe::Clock;
 
 std::string seconds(std::chrono::milliseconds ms) { return std::to_string((ms.count() + 999) / 1000) + " s"; }
 
+constexpr const char *kBehindNat = "Behind a home router: turn on UPnP, forward the port, or give --public-address";
+
 } // namespace
 
 struct ReachabilityProbe::State : std::enable_shared_from_this<ReachabilityProbe::State>
@@ -27,7 +29,7 @@ struct ReachabilityProbe::State : std::enable_shared_from_this<ReachabilityProbe
         std::string address;
         uint64_t serial = 0;
         std::shared_ptr<net::Link> link;
-        Clock::time_point deadline;
+        Clock::time_point started, deadline;
         std::string lastError;
     };
     struct Verdict
@@ -95,11 +97,20 @@ struct ReachabilityProbe::State : std::enable_shared_from_this<ReachabilityProbe
             if (it == flying.end() || it->second.serial != serial)
                 return;
             it->second.lastError = info.reason;
-            if (!info.fatal)
+            const auto checked =
+                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second.started);
+            if (info.nothingListens && checked >= config.refusedAfter) {
+                verdict = {id, it->second.address, false,
+                           "peers cannot dial it at " + it->second.address +
+                               ": nothing listens there (connections still refused " + seconds(checked) +
+                               " into the check). " + kBehindNat};
+            } else if (!info.fatal) {
                 return; // the dialer tries again until the deadline
-            // Something answered, but not this node (its certificate or protocol differs).
-            verdict = {id, it->second.address, false,
-                       "something other than this node answers at " + it->second.address + ": " + info.reason};
+            } else {
+                // Something answered, but not this node (its certificate or protocol differs).
+                verdict = {id, it->second.address, false,
+                           "something other than this node answers at " + it->second.address + ": " + info.reason};
+            }
             link = std::move(it->second.link);
             flying.erase(it);
         }
@@ -182,12 +193,10 @@ void ReachabilityProbe::tick(Clock::time_point now)
                 continue;
             }
             const State::Check &c = it->second;
-            verdicts.push_back({it->first, c.address, false,
-                                "peers cannot dial it at " + c.address + ": no handshake within " +
-                                    seconds(m->config.timeout) +
-                                    (c.lastError.empty() ? std::string() : " (" + c.lastError + ")") +
-                                    ". Behind a home router: turn on UPnP, forward the port, or give "
-                                    "--public-address"});
+            verdicts.push_back(
+                {it->first, c.address, false,
+                 "peers cannot dial it at " + c.address + ": no handshake within " + seconds(m->config.timeout) +
+                     (c.lastError.empty() ? std::string() : " (" + c.lastError + ")") + ". " + kBehindNat});
             expired.push_back(std::move(it->second.link));
             it = m->flying.erase(it);
         }
@@ -200,6 +209,7 @@ void ReachabilityProbe::tick(Clock::time_point now)
             State::Check c;
             c.address = std::move(q->second);
             c.serial = ++m->nextSerial;
+            c.started = now;
             c.deadline = now + m->config.timeout;
             m->queued.erase(q);
             starts.emplace_back(id, std::move(c));

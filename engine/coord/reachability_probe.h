@@ -17,6 +17,10 @@ struct ReachabilityProbeConfig
     net::TlsCredentials credentials;           ///< the coordinator's CA-signed certificate: nodes' listeners check it
     net::LinkConfig link;                      ///< role Coordinator, so that the node knows the link for a check
     std::chrono::milliseconds timeout{20'000}; ///< a node's listener opens after registration: allow for it
+    /// A connection refused this long after the check began is the verdict: nothing
+    /// listens there (a router that answers for a port it does not forward, a node
+    /// without a listener). Sooner, it is tried again: the listener may not be open yet.
+    std::chrono::milliseconds refusedAfter{3'000};
     /// Checks in flight; the rest wait their turn. A check of a node behind NAT lasts the
     /// whole timeout, so a crowd of 10,000 is checked in about 20 s x 10,000 / this.
     size_t maxConcurrent = 512;
@@ -25,8 +29,9 @@ struct ReachabilityProbeConfig
 /// Whether peers can dial a node: the coordinator dials the node's advertised address
 /// and completes the mutual-TLS handshake and Hello with the node's own certificate,
 /// exactly as a peer would. A node behind NAT with no mapped or forwarded port fails
-/// within `timeout`; so does an address that is not the node's (the handshake checks
-/// its node id).
+/// within `timeout`, or once its address still refuses connections `refusedAfter` into
+/// the check; so does an address that is not the node's (the handshake checks its node
+/// id).
 ///
 /// Thread safety: all methods may be called from any thread. `result` is never called
 /// under a lock of the probe's: it may take the caller's locks.

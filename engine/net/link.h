@@ -53,10 +53,11 @@ struct PeerInfo
 struct CloseInfo
 {
     std::string reason;
-    bool byPeer = false;       ///< the other end closed or refused
-    bool clean = false;        ///< an orderly close, not an error
-    bool fatal = false;        ///< retrying cannot help (certificate refused, no common version)
-    bool reconnecting = false; ///< a dialled link will try again after a back-off
+    bool byPeer = false;         ///< the other end closed or refused
+    bool clean = false;          ///< an orderly close, not an error
+    bool fatal = false;          ///< retrying cannot help (certificate refused, no common version)
+    bool reconnecting = false;   ///< a dialled link will try again after a back-off
+    bool nothingListens = false; ///< the connection was refused: nothing listens at the address
 };
 
 struct LinkStats

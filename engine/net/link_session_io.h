@@ -361,7 +361,8 @@ template <class NextLayer> void LinkSession<NextLayer>::onError(beast::error_cod
     if (ec == websocket::error::closed) {
         const auto &cr = m_ws.reason();
         info.clean = cr.code == websocket::close_code::normal || cr.code == websocket::close_code::going_away;
-        info.reason = "closed by the peer" + (cr.reason.empty() ? "" : ": " + std::string(cr.reason.data(), cr.reason.size()));
+        info.reason =
+            "closed by the peer" + (cr.reason.empty() ? "" : ": " + std::string(cr.reason.data(), cr.reason.size()));
     } else if (ec == beast::error::timeout) {
         info.reason = std::string(stage) + " timed out: no traffic from the peer for " +
                       detail::millis(m_setup.config.idleTimeout);
@@ -377,6 +378,7 @@ template <class NextLayer> void LinkSession<NextLayer>::onError(beast::error_cod
         if constexpr (kTls) // ours out of date: renewed soon, so tried again then
             info.fatal = isCertificateRefusal(ec) && !isCertificateExpiredAlert(ec);
         info.reason = std::string(stage) + " failed: " + (kTls ? describeTlsError(ec) : ec.message());
+        info.nothingListens = ec == asio::error::connection_refused;
     }
     if (m_peerGoodbye) {
         info.reason = "the peer said goodbye: " + m_peerGoodbye->reason;

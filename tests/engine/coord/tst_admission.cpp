@@ -231,6 +231,8 @@ private Q_SLOTS:
         auto s = test::testSettings(dir.path().toStdString());
         s.reachabilityTimeout = 0ms;
         s.clusterSize = 2;
+        s.expectNodes = 2; // one plan for both: a pipeline of two
+        s.firstPlanDelay = 30s;
         s.heartbeatInterval = 10s;
         s.heartbeatTimeout = 60s;
         auto c = std::make_unique<coord::Coordinator>(s);
@@ -269,6 +271,8 @@ private Q_SLOTS:
         auto s = test::testSettings(dir.path().toStdString());
         s.reachabilityTimeout = 0ms;
         s.clusterSize = 2; // pipeline neighbours, ring peers, and strangers
+        s.expectNodes = 4; // one plan for all four: two clusters of two, the same cut
+        s.firstPlanDelay = 30s;
         auto c = std::make_unique<coord::Coordinator>(s);
         net::NetContext ctx(1);
         std::vector<std::unique_ptr<test::TestNode>> n;

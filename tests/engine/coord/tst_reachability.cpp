@@ -132,6 +132,32 @@ private Q_SLOTS:
         QVERIFY(node.training() || node.registrationCount() == 1); // still a member: it may be relayed
     }
 
+    // An address that still refuses connections a few seconds into the check (a router
+    // that answers for a port it does not forward) is a verdict at once: the check does
+    // not wait out its whole timeout, and the crowd behind it in the queue is not held up.
+    void anAddressThatRefusesIsUnreachableWithoutTheWholeTimeout()
+    {
+        QTemporaryDir dir;
+        auto s = test::testSettings(dir.path().toStdString());
+        s.reachabilityTimeout = 60s;
+        coord::Coordinator c(s);
+        net::NetContext net(1);
+        test::TestNode node;
+        node.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        const auto started = std::chrono::steady_clock::now();
+        node.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return node.registrationCount() == 1; }));
+        QTest::qWait(1500); // refusals before refusedAfter (3 s) are tried again
+        QCOMPARE(verdictOf(c, node.identity.nodeId()).reachability, QStringLiteral("checking"));
+        QVERIFY(
+            test::eventually([&] { return verdictOf(c, node.identity.nodeId()).reachability == "unreachable"; }, 30s));
+        QVERIFY(std::chrono::steady_clock::now() - started < 30s); // not the 60 s timeout
+        const Verdict v = verdictOf(c, node.identity.nodeId());
+        QVERIFY2(v.note.contains(QStringLiteral("nothing listens there")), qPrintable(v.note));
+        QVERIFY2(v.note.contains(QStringLiteral("UPnP")), qPrintable(v.note));
+        QVERIFY(test::eventually([&] { return node.training(); }, 10s)); // placed with its verdict
+    }
+
     // A node that advertises another node's address (a mistake, or a lie) is not
     // reachable there: the handshake checks whose certificate answers.
     void anotherNodesAddressIsNotThisNode()
@@ -182,6 +208,42 @@ private Q_SLOTS:
         QCOMPARE(partnerOf(a).nodeId, behindNat.identity.nodeId());
         QCOMPARE(partnerOf(b).nodeId, open.identity.nodeId());
         QVERIFY(!partnerOf(b).unreachable);
+    }
+
+    // A newcomer to a working swarm is placed with its verdict: until its check ends it
+    // waits, saying so; every placement it is then given already says that peers cannot
+    // dial it, so neither it nor its neighbours are re-told who dials whom for it.
+    void aNewcomerIsPlacedOnceItsVerdictIsIn()
+    {
+        QTemporaryDir dir;
+        coord::Coordinator c(pairSettings(dir)); // checks end within 1.5 s
+        net::NetContext net(1);
+        test::TestNode first, late;
+        first.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        late.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        first.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return first.training(); }, 10s));
+        QVERIFY(first.assignment().unreachable); // placed with its verdict too
+
+        late.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return late.registrationCount() == 1; }));
+        const auto registered = std::chrono::steady_clock::now();
+        {
+            std::lock_guard lock(late.mutex);
+            const std::string reason = late.registrations.front().assignment.reason;
+            QVERIFY2(reason.find("checking whether peers can reach this node") != std::string::npos, reason.c_str());
+        }
+        QCOMPARE(verdictOf(c, late.identity.nodeId()).reachability, QStringLiteral("checking"));
+        QTest::qWait(700); // its check cannot fail before 1.5 s
+        QVERIFY(!late.training());
+        QVERIFY(test::eventually([&] { return late.training(); }, 10s));
+        QVERIFY(std::chrono::steady_clock::now() - registered >= 1400ms);
+        QCOMPARE(verdictOf(c, late.identity.nodeId()).reachability, QStringLiteral("unreachable"));
+        QTest::qWait(4000); // a storm's held growth is told within stormSettle (3 s)
+        std::lock_guard lock(late.mutex);
+        QVERIFY(!late.updates.empty());
+        for (const auto &a : late.updates)
+            QVERIFY2(!a.isTraining() || a.unreachable, a.describe().c_str());
     }
 
     // Two volunteers behind NAT and one that can be dialled, all alike, in a pipeline of
