@@ -20,7 +20,7 @@ struct ReachabilityProbeConfig
     /// A connection refused this long after the check began is the verdict: nothing
     /// listens there (a router that answers for a port it does not forward, a node
     /// without a listener). Sooner, it is tried again: the listener may not be open yet.
-    std::chrono::milliseconds refusedAfter{3'000};
+    std::chrono::milliseconds refusedAfter{2'000};
     /// Checks in flight; the rest wait their turn. A check of a node behind NAT lasts the
     /// whole timeout, so a crowd of 10,000 is checked in about 20 s x 10,000 / this.
     size_t maxConcurrent = 512;

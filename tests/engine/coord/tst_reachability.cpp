@@ -147,7 +147,7 @@ private Q_SLOTS:
         const auto started = std::chrono::steady_clock::now();
         node.start(net, c.coordinatorAddress(), 10, 1ull << 30);
         QVERIFY(test::eventually([&] { return node.registrationCount() == 1; }));
-        QTest::qWait(1500); // refusals before refusedAfter (3 s) are tried again
+        QTest::qWait(1000); // refusals before refusedAfter (2 s) are tried again
         QCOMPARE(verdictOf(c, node.identity.nodeId()).reachability, QStringLiteral("checking"));
         QVERIFY(
             test::eventually([&] { return verdictOf(c, node.identity.nodeId()).reachability == "unreachable"; }, 30s));
