@@ -9,7 +9,9 @@
 // node beyond its empty baseline (from /proc), the clients' share of the cores, and the
 // coordinator's restart time with every node known. The baseline is the same round trip
 // with a single node. Also times the planner (genetic clustering + pipelines + rings)
-// for 1,000 and 10,000 volunteers.
+// for 1,000 and 10,000 volunteers, and compares the plan the coordinator builds as they
+// arrive with the one made for all of them at once: how many train, and the predicted
+// samples/s.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -34,6 +36,7 @@
 #include "engine/common/splitmix64.h"
 #include "engine/coord/coordinator_client.h"
 #include "engine/coord/heartbeat_pace.h"
+#include "engine/coord/plan_state.h"
 #include "engine/coord/wire_convert.h"
 #include "engine/device/capability_profile.h"
 #include "engine/model/model_zoo.h"
@@ -315,6 +318,59 @@ double plannerMs(int volunteers, uint64_t seed, int *clusters)
     const double t = ms(Clock::now() - start);
     *clusters = plan.clustering.clusterCount();
     return t;
+}
+
+// The coordinator places arrivals one at a time (PlanState::apply), judging each by the
+// swarm's predicted speed: feasible clusters times the slowest, as rings pace every
+// cluster to the slowest. A volunteer whose cluster would be slower than the slowest
+// waits. This compares what that leaves with planning the whole population at once.
+struct PlanComparison
+{
+    int incrementalTraining = 0, globalTraining = 0;
+    double incrementalPredicted = 0, globalPredicted = 0;
+};
+
+int trainingIn(const coord::PlanState &s)
+{
+    int n = 0;
+    for (const auto &p : s.placements())
+        n += p.training ? 1 : 0;
+    return n;
+}
+
+PlanComparison incrementalVsGlobal(int volunteers, uint64_t seed)
+{
+    const swarm::PlanModel model{model::mlpSpec(), 64, 1};
+    const int64_t demand = swarm::demandOf(model).memoryBytes;
+    coord::PlanState s(model, {seed, 40, 120});
+    Rng rng{seed};
+    int id = 0;
+    auto next = [&] {
+        const Volunteer x = volunteer(rng, demand);
+        return std::pair{"v" + std::to_string(id++), swarm::Capacity{x.gflops, int64_t(x.memory), x.upload}};
+    };
+    // The first plan, as soon as the first arrivals can hold the model; then arrivals in
+    // rounds that grow as a storm's do.
+    for (bool planned = false; !planned && id < volunteers;) {
+        s.apply({}, {next()});
+        try {
+            s.planAll();
+            planned = true;
+        } catch (const Error &) { } // nobody can hold the model yet: wait for more
+    }
+    for (int round = 20; id < volunteers; round *= 3) {
+        std::vector<std::pair<std::string, swarm::Capacity>> joins;
+        while (int(joins.size()) < round && id < volunteers)
+            joins.push_back(next());
+        s.apply({}, joins);
+    }
+    PlanComparison c;
+    c.incrementalTraining = trainingIn(s);
+    c.incrementalPredicted = s.plan().predictedSamplesPerSecond;
+    s.planAll();
+    c.globalTraining = trainingIn(s);
+    c.globalPredicted = s.plan().predictedSamplesPerSecond;
+    return c;
 }
 
 // ---- Client processes --------------------------------------------------------------
@@ -718,6 +774,16 @@ int main(int argc, char **argv)
         const double t = plannerMs(n, 3, &clusters);
         std::printf("planner: %d volunteers -> %d clusters in %.0f ms\n", n, clusters, t);
         report.add("planner_" + std::to_string(n) + "_ms", t);
+        const PlanComparison c = incrementalVsGlobal(n, 3);
+        std::printf("placed as they come: %d of %d training, %.0f samples/s predicted; planned at once: %d training, "
+                    "%.0f samples/s predicted (%.2fx)\n",
+                    c.incrementalTraining, n, c.incrementalPredicted, c.globalTraining, c.globalPredicted,
+                    c.globalPredicted > 0 ? c.incrementalPredicted / c.globalPredicted : 0.0);
+        const std::string key = "plan_" + std::to_string(n);
+        report.add(key + "_incremental_training", c.incrementalTraining);
+        report.add(key + "_incremental_predicted", c.incrementalPredicted);
+        report.add(key + "_global_training", c.globalTraining);
+        report.add(key + "_global_predicted", c.globalPredicted);
     }
     report.finish(opts.jsonPath);
     // What must hold whatever the machine's speed (CI runs --quick): every node
