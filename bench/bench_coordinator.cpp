@@ -118,7 +118,7 @@ std::filesystem::path coordinatorBinary()
     return std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "app" / "rookery-coordinator";
 }
 
-Child startCoordinator(const std::filesystem::path &dataDir, int nodes)
+Child startCoordinator(const std::filesystem::path &dataDir, int nodes, const std::vector<std::string> &extra)
 {
     const auto binary = coordinatorBinary();
     if (!std::filesystem::exists(binary))
@@ -126,13 +126,14 @@ Child startCoordinator(const std::filesystem::path &dataDir, int nodes)
     int pipefd[2];
     if (pipe(pipefd) != 0)
         throw Error("pipe failed");
-    const std::vector<std::string> args = {binary.string(), "--data-dir", dataDir.string(), "--bind", "127.0.0.1",
-                                           "--port", "0", "--status-port", "0", "--relay-port", "0", "--heartbeat-ms",
-                                           "1000", "--first-plan-delay-ms", "2000", "--max-nodes",
-                                           std::to_string(nodes + 100), "--io-threads", "2",
-                                           // Every synthetic node comes from 127.0.0.1.
-                                           "--open", "--max-nodes-per-address", "0", "--max-links-per-address", "0",
-                                           "--registrations-per-minute", "0", "--quiet"};
+    std::vector<std::string> args = {binary.string(), "--data-dir", dataDir.string(), "--bind", "127.0.0.1", "--port",
+                                     "0", "--status-port", "0", "--relay-port", "0", "--heartbeat-ms", "1000",
+                                     "--first-plan-delay-ms", "2000", "--max-nodes", std::to_string(nodes + 100),
+                                     "--io-threads", "2",
+                                     // Every synthetic node comes from 127.0.0.1.
+                                     "--open", "--max-nodes-per-address", "0", "--max-links-per-address", "0",
+                                     "--registrations-per-minute", "0", "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
     const pid_t pid = fork();
     if (pid == 0) {
         dup2(pipefd[1], STDOUT_FILENO);
@@ -441,16 +442,19 @@ int runClients(const ClientArgs &a)
                 quit = true;
             }
         }
-        int training = 0;
+        int training = 0, checking = 0;
         {
             std::lock_guard lock(swarm.mutex);
-            for (const auto &c : swarm.clients)
-                training += c->assignment().isTraining() ? 1 : 0;
+            for (const auto &c : swarm.clients) {
+                const coord::Assignment a = c->assignment();
+                training += a.isTraining() ? 1 : 0;
+                checking += !a.isTraining() && a.reason == coord::kCheckingReachability ? 1 : 0;
+            }
         }
-        writeAll(STDOUT_FILENO, "P " + std::to_string(swarm.registered.load()) + " " +
-                                    std::to_string(swarm.errors.load()) + " " +
-                                    std::to_string(swarm.assignments.load()) + " " + std::to_string(training) + " " +
-                                    std::to_string(swarm.assignmentBytesMax.load()) + "\n");
+        writeAll(STDOUT_FILENO,
+                 "P " + std::to_string(swarm.registered.load()) + " " + std::to_string(swarm.errors.load()) + " " +
+                     std::to_string(swarm.assignments.load()) + " " + std::to_string(training) + " " +
+                     std::to_string(swarm.assignmentBytesMax.load()) + " " + std::to_string(checking) + "\n");
     }
     ramp.join();
     std::lock_guard lock(swarm.mutex);
@@ -464,6 +468,7 @@ struct ClientProcess
     int in = -1, out = -1; // its stdin (we write), its stdout (we read)
     std::string buffer;
     int registered = 0, errors = 0, assignments = 0, training = 0, assignmentBytesMax = 0;
+    int checking = 0; // registered, not placed yet: their reachability check has no verdict
 };
 
 ClientProcess spawnClients(const ClientArgs &a)
@@ -493,7 +498,7 @@ ClientProcess spawnClients(const ClientArgs &a)
     }
     close(toChild[0]);
     close(fromChild[1]);
-    return {pid, toChild[1], fromChild[0], {}, 0, 0, 0, 0};
+    return {pid, toChild[1], fromChild[0], {}};
 }
 
 // Reads whatever the client processes printed within `timeout`; returns the lines that
@@ -519,8 +524,9 @@ std::vector<std::pair<size_t, std::string>> readClients(std::vector<ClientProces
         for (size_t eol; (eol = b.find('\n')) != std::string::npos; b.erase(0, eol + 1)) {
             std::string line = b.substr(0, eol);
             if (line.rfind("P ", 0) == 0)
-                std::sscanf(line.c_str(), "P %d %d %d %d %d", &procs[i].registered, &procs[i].errors,
-                            &procs[i].assignments, &procs[i].training, &procs[i].assignmentBytesMax);
+                std::sscanf(line.c_str(), "P %d %d %d %d %d %d", &procs[i].registered, &procs[i].errors,
+                            &procs[i].assignments, &procs[i].training, &procs[i].assignmentBytesMax,
+                            &procs[i].checking);
             else
                 lines.emplace_back(i, std::move(line));
         }
@@ -573,6 +579,7 @@ double cpuOf(const std::vector<ClientProcess> &procs)
 struct OwnArgs
 {
     int nodes = 0;
+    std::vector<std::string> coordinatorArgs; // --storm-hold-max-ms, passed on
     bool client = false;
     ClientArgs clientArgs;
 };
@@ -588,6 +595,8 @@ OwnArgs takeOwnArgs(int &argc, char **argv)
             o.client = true;
         else if (a == "--nodes" && hasValue)
             o.nodes = std::stoi(argv[++i]);
+        else if (a == "--storm-hold-max-ms" && hasValue)
+            o.coordinatorArgs.insert(o.coordinatorArgs.end(), {a, argv[++i]});
         else if (a == "--address" && hasValue)
             o.clientArgs.address = argv[++i];
         else if (a == "--first" && hasValue)
@@ -620,7 +629,8 @@ int main(int argc, char **argv)
         argc, argv, "bench_coordinator",
         "rookery-coordinator under 1,000 synthetic nodes (200 with --quick, N with --nodes N, in as many client "
         "processes as it takes): heartbeat round trips, registrations, assignment pushes, its CPU, memory per node "
-        "and restart time; planner time for 1,000 and 10,000 volunteers.");
+        "and restart time; planner time for 1,000 and 10,000 volunteers. --storm-hold-max-ms MS is passed on to the "
+        "coordinator.");
     bench::BenchReport report("bench_coordinator", opts.quick);
     log::setMinimumLevel(log::Level::Warning);
     const int nodes = own.nodes > 0 ? own.nodes : opts.quick ? 200 : 1000;
@@ -631,7 +641,7 @@ int main(int argc, char **argv)
 
     char tmpl[] = "/tmp/bench_coordinator.XXXXXX";
     const std::filesystem::path dataDir = mkdtemp(tmpl);
-    Child child = startCoordinator(dataDir / "coord", nodes);
+    Child child = startCoordinator(dataDir / "coord", nodes, own.coordinatorArgs);
     std::printf("coordinator pid %d at %s\n", int(child.pid), child.address.c_str());
     const auto address = net::CoordinatorAddress::parse(child.address);
     int lostRegistrations = 0;
@@ -661,17 +671,32 @@ int main(int argc, char **argv)
         while (sumOf(procs, &ClientProcess::registered) < nodes && Clock::now() < deadline)
             readClients(procs, 200ms);
         const double rampMs = ms(Clock::now() - rampStart);
-        // The plans and their pushes: until no node has heard of a change for 3 s.
+        // The plans and their pushes: until every node's reachability check has its
+        // verdict (a newcomer is placed with it) and no node has heard of a change for
+        // 3 s, so that the pushes counted are the whole ramp's and the heartbeats are
+        // measured with the planning rounds done.
         int pushes = -1;
-        auto quietSince = Clock::now();
-        const auto settleDeadline = Clock::now() + 60s;
-        while (Clock::now() - quietSince < 3s && Clock::now() < settleDeadline) {
+        const auto settleStart = Clock::now();
+        auto quietSince = settleStart, reported = settleStart;
+        const auto settleDeadline = settleStart + std::chrono::seconds(60 + nodes / 50);
+        while ((Clock::now() - quietSince < 3s || sumOf(procs, &ClientProcess::checking) > 0) &&
+               Clock::now() < settleDeadline) {
             readClients(procs, 200ms);
             if (const int now = sumOf(procs, &ClientProcess::assignments); now != pushes) {
                 pushes = now;
                 quietSince = Clock::now();
             }
+            if (Clock::now() - reported >= 10s) {
+                reported = Clock::now();
+                std::printf("placing: %d training, %d still being checked for reachability, %d pushes so far\n",
+                            sumOf(procs, &ClientProcess::training), sumOf(procs, &ClientProcess::checking), pushes);
+            }
         }
+        const double settleMs = ms(Clock::now() - settleStart);
+        const int checkingAtWindow = sumOf(procs, &ClientProcess::checking);
+        if (checkingAtWindow > 0)
+            std::printf("placement did not settle within %.0f s: %d nodes still being checked for reachability\n",
+                        settleMs / 1000, checkingAtWindow);
         const ProcUsage steadyStart = procUsage(child.pid);
         const double clientCpuStart = cpuOf(procs);
         const auto windowStart = Clock::now();
@@ -741,6 +766,8 @@ int main(int argc, char **argv)
         report.add("assignment_pushes", double(pushes));
         report.add("pushes_per_node", double(pushes) / nodes);
         report.add("nodes_training", double(training));
+        report.add("placement_settle_ms", settleMs);
+        report.add("nodes_checking_at_window", double(checkingAtWindow));
         report.add("assignment_bytes_max", double(assignmentBytesMax));
         report.add("coordinator_cpu_s_registration", steadyStart.cpuSeconds - before.cpuSeconds);
         report.add("coordinator_cpu_s_heartbeats", cpuSteady);
@@ -755,7 +782,7 @@ int main(int argc, char **argv)
     // A restart with every node known: the run, its plan and its assignments come back.
     {
         const auto started = Clock::now();
-        Child restarted = startCoordinator(dataDir / "coord", nodes);
+        Child restarted = startCoordinator(dataDir / "coord", nodes, own.coordinatorArgs);
         const double restartMs = ms(Clock::now() - started);
         const ProcUsage u = procUsage(restarted.pid);
         std::printf("restart with %d known nodes: listening after %.0f ms, RSS %.1f MiB\n", nodes, restartMs, u.rssMiB);

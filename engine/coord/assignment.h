@@ -80,6 +80,10 @@ std::string_view assignmentStateName(AssignmentState state);
 /// fetches their current weights from that peer (WeightsRequest) before training.
 ///
 /// Thread safety: a plain value.
+/// The reason a newcomer's assignment gives until its reachability check has a verdict
+/// (it is placed with the verdict).
+inline constexpr std::string_view kCheckingReachability = "waiting: checking whether peers can reach this node";
+
 struct Assignment
 {
     uint64_t version = 0; ///< grows by one with every change; heartbeats echo it

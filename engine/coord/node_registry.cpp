@@ -150,9 +150,12 @@ void NodeRegistry::publish(const std::map<std::string, Assignment> &changed)
                 continue; // gone meanwhile; the planner hears of it next round
             Record &rec = *it->second;
             // Waiting stays waiting: a new reason is for people (the status shows it), not
-            // worth a push to every newcomer of a registration storm.
+            // worth a push to every newcomer of a registration storm. But a newcomer told
+            // that its check is under way hears how the check ended and why it waits:
+            // else it would say "checking" for as long as it waits.
             if (a.state == AssignmentState::Waiting && a.cluster < 0 &&
-                rec.assignment.state == AssignmentState::Waiting && rec.assignment.cluster < 0)
+                rec.assignment.state == AssignmentState::Waiting && rec.assignment.cluster < 0 &&
+                rec.assignment.reason != kCheckingReachability && rec.assignment.unreachable == a.unreachable)
                 continue;
             const uint64_t version = rec.assignment.version + 1;
             rec.assignment = a;

@@ -198,7 +198,7 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
         if (rec.awaitingVerdict) {
             rec.verdictDue = rec.lastSeen + m_config.verdictWait;
             if (rec.assignment.state == AssignmentState::Waiting)
-                rec.assignment.reason = "waiting: checking whether peers can reach this node";
+                rec.assignment.reason = kCheckingReachability;
         } else {
             rec.inPlanner = true;
             m_hooks.join(nodeId, rec.capacity);

@@ -246,6 +246,31 @@ private Q_SLOTS:
             QVERIFY2(!a.isTraining() || a.unreachable, a.describe().c_str());
     }
 
+    // A newcomer that cannot be placed (no stage fits its memory) is told, once its check
+    // ends, that peers cannot dial it and why it waits: not "checking" for as long as it
+    // waits.
+    void aNewcomerThatWaitsHearsHowItsCheckEnded()
+    {
+        QTemporaryDir dir;
+        coord::Coordinator c(pairSettings(dir)); // checks end within 1.5 s
+        net::NetContext net(1);
+        test::TestNode first, small;
+        first.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        small.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        first.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return first.training(); }, 10s));
+        small.start(net, c.coordinatorAddress(), 10, 1ull << 10); // 1 KiB: no stage fits
+        QVERIFY(test::eventually([&] { return small.registrationCount() == 1; }));
+        QVERIFY(test::eventually(
+            [&] { return verdictOf(c, small.identity.nodeId()).reachability == QStringLiteral("unreachable"); }, 10s));
+        QVERIFY(test::eventually([&] { return small.assignment().unreachable; }, 10s));
+        const auto a = small.assignment();
+        QVERIFY(!a.isTraining());
+        QVERIFY2(a.reason.find("checking whether peers can reach") == std::string::npos, a.reason.c_str());
+        QVERIFY2(a.reason.rfind("waiting: ", 0) == 0, a.reason.c_str());
+        QVERIFY(first.training()); // nobody else was moved for it
+    }
+
     // Two volunteers behind NAT and one that can be dialled, all alike, in a pipeline of
     // three: the planner puts the reachable one in the middle, so that neither of its
     // links needs the relay.
