@@ -72,6 +72,10 @@ enum class AssignmentState {
 /// "waiting", "training", "stopped".
 std::string_view assignmentStateName(AssignmentState state);
 
+/// The reason a newcomer's assignment gives until its reachability check has a verdict
+/// (it is placed with the verdict).
+inline constexpr std::string_view kCheckingReachability = "waiting: checking whether peers can reach this node";
+
 /// One node's place in the swarm. A node trains layers [firstLayer, lastLayer) as
 /// stage `stage` of `stages` in cluster `cluster`'s pipeline, receives activations from
 /// `previous` (none for the first stage) and sends them to `next` (none for the last),
@@ -80,10 +84,6 @@ std::string_view assignmentStateName(AssignmentState state);
 /// fetches their current weights from that peer (WeightsRequest) before training.
 ///
 /// Thread safety: a plain value.
-/// The reason a newcomer's assignment gives until its reachability check has a verdict
-/// (it is placed with the verdict).
-inline constexpr std::string_view kCheckingReachability = "waiting: checking whether peers can reach this node";
-
 struct Assignment
 {
     uint64_t version = 0; ///< grows by one with every change; heartbeats echo it
