@@ -30,13 +30,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/coordinator_planner.h"
+#include "bench/coordinator_population.h"
 #include "bench/support/bench_report.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/common/splitmix64.h"
 #include "engine/coord/coordinator_client.h"
 #include "engine/coord/heartbeat_pace.h"
-#include "engine/coord/plan_state.h"
 #include "engine/coord/wire_convert.h"
 #include "engine/device/capability_profile.h"
 #include "engine/model/model_zoo.h"
@@ -44,6 +44,7 @@
 #include "engine/swarm/swarm_planner.h"
 
 using namespace rookery;
+using namespace rookery::bench;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -66,25 +67,6 @@ void raiseFileLimit()
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-}
-
-// The same populations everywhere.
-using Rng = rookery::SplitMix64;
-
-// A heterogeneous volunteer: laptop to server.
-struct Volunteer
-{
-    double gflops;
-    uint64_t memory;
-    double upload;
-};
-
-Volunteer volunteer(Rng &rng, int64_t demand)
-{
-    const double gflops[] = {8, 20, 45, 90, 250};
-    const double memory[] = {0.3, 0.45, 0.7, 1.1, 2.0};
-    const double upload[] = {5e6, 12.5e6, 50e6, 120e6};
-    return {gflops[rng.next() % 5], uint64_t(double(demand) * memory[rng.next() % 5]), upload[rng.next() % 4]};
 }
 
 std::string profileJson(const Volunteer &v)
@@ -300,78 +282,6 @@ Measured measureHeartbeats(Swarm &swarm, std::chrono::seconds duration)
     return {percentile(swarm.roundTripMs, 0.5), percentile(swarm.roundTripMs, 0.99),
             swarm.roundTripMs.empty() ? 0 : *std::max_element(swarm.roundTripMs.begin(), swarm.roundTripMs.end()),
             swarm.roundTripMs.size()};
-}
-
-// ---- The planner -------------------------------------------------------------------
-
-double plannerMs(int volunteers, uint64_t seed, int *clusters)
-{
-    const swarm::PlanModel model{model::mlpSpec(), 64, 1};
-    const int64_t demand = swarm::demandOf(model).memoryBytes;
-    Rng rng{seed};
-    std::vector<swarm::PlanVolunteer> v;
-    for (int i = 0; i < volunteers; ++i) {
-        const Volunteer x = volunteer(rng, demand);
-        v.push_back({"v" + std::to_string(i), {x.gflops, int64_t(x.memory), x.upload}});
-    }
-    const auto start = Clock::now();
-    const auto plan = swarm::planSwarm(model, v, {seed, 40, 120});
-    const double t = ms(Clock::now() - start);
-    *clusters = plan.clustering.clusterCount();
-    return t;
-}
-
-// The coordinator places arrivals one at a time (PlanState::apply), judging each by the
-// swarm's predicted speed: feasible clusters times the slowest, as rings pace every
-// cluster to the slowest. A volunteer whose cluster would be slower than the slowest
-// waits. This compares what that leaves with planning the whole population at once.
-struct PlanComparison
-{
-    int incrementalTraining = 0, globalTraining = 0;
-    double incrementalPredicted = 0, globalPredicted = 0;
-};
-
-int trainingIn(const coord::PlanState &s)
-{
-    int n = 0;
-    for (const auto &p : s.placements())
-        n += p.training ? 1 : 0;
-    return n;
-}
-
-PlanComparison incrementalVsGlobal(int volunteers, uint64_t seed)
-{
-    const swarm::PlanModel model{model::mlpSpec(), 64, 1};
-    const int64_t demand = swarm::demandOf(model).memoryBytes;
-    coord::PlanState s(model, {seed, 40, 120});
-    Rng rng{seed};
-    int id = 0;
-    auto next = [&] {
-        const Volunteer x = volunteer(rng, demand);
-        return std::pair{"v" + std::to_string(id++), swarm::Capacity{x.gflops, int64_t(x.memory), x.upload}};
-    };
-    // The first plan, as soon as the first arrivals can hold the model; then arrivals in
-    // rounds that grow as a storm's do.
-    for (bool planned = false; !planned && id < volunteers;) {
-        s.apply({}, {next()});
-        try {
-            s.planAll();
-            planned = true;
-        } catch (const Error &) { } // nobody can hold the model yet: wait for more
-    }
-    for (int round = 20; id < volunteers; round *= 3) {
-        std::vector<std::pair<std::string, swarm::Capacity>> joins;
-        while (int(joins.size()) < round && id < volunteers)
-            joins.push_back(next());
-        s.apply({}, joins);
-    }
-    PlanComparison c;
-    c.incrementalTraining = trainingIn(s);
-    c.incrementalPredicted = s.plan().predictedSamplesPerSecond;
-    s.planAll();
-    c.globalTraining = trainingIn(s);
-    c.globalPredicted = s.plan().predictedSamplesPerSecond;
-    return c;
 }
 
 // ---- Client processes --------------------------------------------------------------
