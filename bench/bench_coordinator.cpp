@@ -13,6 +13,7 @@
 // arrive with the one made for all of them at once: how many train, and the predicted
 // samples/s.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -100,7 +101,8 @@ std::filesystem::path coordinatorBinary()
     return std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "app" / "rookery-coordinator";
 }
 
-Child startCoordinator(const std::filesystem::path &dataDir, int nodes, const std::vector<std::string> &extra)
+Child startCoordinator(const std::filesystem::path &dataDir, int nodes, const std::vector<std::string> &extra,
+                       bool quiet)
 {
     const auto binary = coordinatorBinary();
     if (!std::filesystem::exists(binary))
@@ -108,13 +110,14 @@ Child startCoordinator(const std::filesystem::path &dataDir, int nodes, const st
     int pipefd[2];
     if (pipe(pipefd) != 0)
         throw Error("pipe failed");
-    std::vector<std::string> args = {binary.string(), "--data-dir", dataDir.string(), "--bind", "127.0.0.1", "--port",
-                                     "0", "--status-port", "0", "--relay-port", "0", "--heartbeat-ms", "1000",
-                                     "--first-plan-delay-ms", "2000", "--max-nodes", std::to_string(nodes + 100),
-                                     "--io-threads", "2",
-                                     // Every synthetic node comes from 127.0.0.1.
-                                     "--open", "--max-nodes-per-address", "0", "--max-links-per-address", "0",
-                                     "--registrations-per-minute", "0", "--quiet"};
+    std::vector<std::string> args = {
+        binary.string(), "--data-dir", dataDir.string(), "--bind", "127.0.0.1", "--port", "0", "--status-port", "0",
+        "--relay-port", "0", "--heartbeat-ms", "1000", "--first-plan-delay-ms", "2000", "--max-nodes",
+        std::to_string(nodes + 100), "--io-threads", "2",
+        // Every synthetic node comes from 127.0.0.1.
+        "--open", "--max-nodes-per-address", "0", "--max-links-per-address", "0", "--registrations-per-minute", "0"};
+    if (quiet)
+        args.push_back("--quiet");
     args.insert(args.end(), extra.begin(), extra.end());
     const pid_t pid = fork();
     if (pid == 0) {
@@ -192,6 +195,30 @@ ProcUsage procUsage(pid_t pid)
 
 // ---- Synthetic nodes ---------------------------------------------------------------
 
+// What a push changed for the node that received it, from the assignment it had before.
+enum PushKind : int {
+    kStillWaiting, // waiting before and after: a new reason, such as its reachability verdict
+    kPlaced,       // waiting before, training after
+    kMoved,        // training before and after, in another cluster, stage, layers or pipeline
+    kReseated,     // the same stage: its rings, shard, cluster count or who dials whom changed
+    kUnplaced,     // training before, waiting after
+    kPushKinds
+};
+constexpr const char *kPushKindKeys[kPushKinds] = {"pushes_still_waiting", "pushes_placed", "pushes_moved",
+                                                   "pushes_reseated", "pushes_unplaced"};
+
+PushKind pushKind(const coord::Assignment &was, const coord::Assignment &now)
+{
+    if (!was.isTraining())
+        return now.isTraining() ? kPlaced : kStillWaiting;
+    if (!now.isTraining())
+        return kUnplaced;
+    const bool sameStage = was.cluster == now.cluster && was.stage == now.stage && was.stages == now.stages &&
+                           was.firstLayer == now.firstLayer && was.lastLayer == now.lastLayer &&
+                           was.previous.nodeId == now.previous.nodeId && was.next.nodeId == now.next.nodeId;
+    return sameStage ? kReseated : kMoved;
+}
+
 struct Swarm
 {
     std::mutex mutex;
@@ -199,6 +226,7 @@ struct Swarm
     std::vector<double> roundTripMs;
     std::atomic<int> registered{0}, registrations{0}, errors{0}, assignments{0};
     std::atomic<int> assignmentBytesMax{0}; // the largest assignment as it travels (an AssignmentUpdate frame)
+    std::array<std::atomic<int>, kPushKinds> pushesByKind{}; // what each push changed (PushKind)
     std::atomic<bool> measuring{false};
     std::vector<std::unique_ptr<coord::CoordinatorClient>> clients;
 };
@@ -223,6 +251,7 @@ void startNodes(Swarm &swarm, net::NetContext &ctx, const net::CoordinatorAddres
         c.handshakeTimeout = 30s;
         const auto started = Clock::now();
         auto once = std::make_shared<std::atomic<bool>>(false);
+        auto last = std::make_shared<coord::Assignment>(); // what this node was told before (its client's strand)
         coord::CoordinatorClientEvents e;
         e.registered = [&swarm, started, once](const coord::Registration &) {
             ++swarm.registrations;
@@ -238,8 +267,10 @@ void startNodes(Swarm &swarm, net::NetContext &ctx, const net::CoordinatorAddres
             std::lock_guard lock(swarm.mutex);
             swarm.roundTripMs.push_back(double(rtt.count()) / 1000.0);
         };
-        e.assignmentChanged = [&swarm](const coord::Assignment &a) {
+        e.assignmentChanged = [&swarm, last](const coord::Assignment &a) {
             ++swarm.assignments;
+            ++swarm.pushesByKind[pushKind(*last, a)];
+            *last = a;
             const int bytes = int(net::encodeFrame(net::AssignmentUpdate{coord::toWire(a)}).size());
             for (int seen = swarm.assignmentBytesMax; bytes > seen;)
                 if (swarm.assignmentBytesMax.compare_exchange_weak(seen, bytes))
@@ -356,15 +387,22 @@ int runClients(const ClientArgs &a)
         {
             std::lock_guard lock(swarm.mutex);
             for (const auto &c : swarm.clients) {
-                const coord::Assignment a = c->assignment();
-                training += a.isTraining() ? 1 : 0;
-                checking += !a.isTraining() && a.reason == coord::kCheckingReachability ? 1 : 0;
+                const coord::Assignment now = c->assignment();
+                training += now.isTraining() ? 1 : 0;
+                checking += !now.isTraining() && now.reason == coord::kCheckingReachability ? 1 : 0;
             }
         }
-        writeAll(STDOUT_FILENO,
-                 "P " + std::to_string(swarm.registered.load()) + " " + std::to_string(swarm.errors.load()) + " " +
-                     std::to_string(swarm.assignments.load()) + " " + std::to_string(training) + " " +
-                     std::to_string(swarm.assignmentBytesMax.load()) + " " + std::to_string(checking) + "\n");
+        writeAll(
+            STDOUT_FILENO, "P " + std::to_string(swarm.registered.load()) + " " + std::to_string(swarm.errors.load()) +
+                               " " + std::to_string(swarm.assignments.load()) + " " + std::to_string(training) + " " +
+                               std::to_string(swarm.assignmentBytesMax.load()) + " " + std::to_string(checking) +
+                               [&] {
+                                   std::string kinds;
+                                   for (const auto &k : swarm.pushesByKind)
+                                       kinds += " " + std::to_string(k.load());
+                                   return kinds;
+                               }() +
+                               "\n");
     }
     ramp.join();
     std::lock_guard lock(swarm.mutex);
@@ -379,6 +417,7 @@ struct ClientProcess
     std::string buffer;
     int registered = 0, errors = 0, assignments = 0, training = 0, assignmentBytesMax = 0;
     int checking = 0; // registered, not placed yet: their reachability check has no verdict
+    std::array<int, kPushKinds> pushesByKind{};
 };
 
 ClientProcess spawnClients(const ClientArgs &a)
@@ -434,9 +473,10 @@ std::vector<std::pair<size_t, std::string>> readClients(std::vector<ClientProces
         for (size_t eol; (eol = b.find('\n')) != std::string::npos; b.erase(0, eol + 1)) {
             std::string line = b.substr(0, eol);
             if (line.rfind("P ", 0) == 0)
-                std::sscanf(line.c_str(), "P %d %d %d %d %d %d", &procs[i].registered, &procs[i].errors,
-                            &procs[i].assignments, &procs[i].training, &procs[i].assignmentBytesMax,
-                            &procs[i].checking);
+                std::sscanf(line.c_str(), "P %d %d %d %d %d %d %d %d %d %d %d", &procs[i].registered, &procs[i].errors,
+                            &procs[i].assignments, &procs[i].training, &procs[i].assignmentBytesMax, &procs[i].checking,
+                            &procs[i].pushesByKind[0], &procs[i].pushesByKind[1], &procs[i].pushesByKind[2],
+                            &procs[i].pushesByKind[3], &procs[i].pushesByKind[4]);
             else
                 lines.emplace_back(i, std::move(line));
         }
@@ -490,6 +530,7 @@ struct OwnArgs
 {
     int nodes = 0;
     std::vector<std::string> coordinatorArgs; // --storm-hold-max-ms, passed on
+    bool coordinatorLog = false;              // the coordinator logs info (its planning rounds) to stderr
     bool client = false;
     ClientArgs clientArgs;
 };
@@ -507,6 +548,8 @@ OwnArgs takeOwnArgs(int &argc, char **argv)
             o.nodes = std::stoi(argv[++i]);
         else if (a == "--storm-hold-max-ms" && hasValue)
             o.coordinatorArgs.insert(o.coordinatorArgs.end(), {a, argv[++i]});
+        else if (a == "--coordinator-log")
+            o.coordinatorLog = true;
         else if (a == "--address" && hasValue)
             o.clientArgs.address = argv[++i];
         else if (a == "--first" && hasValue)
@@ -540,7 +583,7 @@ int main(int argc, char **argv)
         "rookery-coordinator under 1,000 synthetic nodes (200 with --quick, N with --nodes N, in as many client "
         "processes as it takes): heartbeat round trips, registrations, assignment pushes, its CPU, memory per node "
         "and restart time; planner time for 1,000 and 10,000 volunteers. --storm-hold-max-ms MS is passed on to the "
-        "coordinator.");
+        "coordinator; --coordinator-log has it log its planning rounds (and all else at info) to stderr.");
     bench::BenchReport report("bench_coordinator", opts.quick);
     log::setMinimumLevel(log::Level::Warning);
     const int nodes = own.nodes > 0 ? own.nodes : opts.quick ? 200 : 1000;
@@ -551,7 +594,7 @@ int main(int argc, char **argv)
 
     char tmpl[] = "/tmp/bench_coordinator.XXXXXX";
     const std::filesystem::path dataDir = mkdtemp(tmpl);
-    Child child = startCoordinator(dataDir / "coord", nodes, own.coordinatorArgs);
+    Child child = startCoordinator(dataDir / "coord", nodes, own.coordinatorArgs, !own.coordinatorLog);
     std::printf("coordinator pid %d at %s\n", int(child.pid), child.address.c_str());
     const auto address = net::CoordinatorAddress::parse(child.address);
     int lostRegistrations = 0;
@@ -643,6 +686,15 @@ int main(int argc, char **argv)
                     "assignment pushes %d: %.2f a node; %d training)\n",
                     registered, processes, rampMs, registered / (rampMs / 1000), lost, errors, pushes,
                     double(pushes) / nodes, training);
+        std::array<int, kPushKinds> byKind{};
+        for (const auto &p : procs)
+            for (int k = 0; k < kPushKinds; ++k)
+                byKind[k] += p.pushesByKind[k];
+        std::printf("pushes by what they changed: %d still waiting (a new reason), %d placed, %d moved, %d "
+                    "reseated (rings, shard or count), %d unplaced\n",
+                    byKind[kStillWaiting], byKind[kPlaced], byKind[kMoved], byKind[kReseated], byKind[kUnplaced]);
+        for (int k = 0; k < kPushKinds; ++k)
+            report.add(kPushKindKeys[k], double(byKind[k]));
         std::printf("largest assignment a node received: %d bytes on the wire\n", assignmentBytesMax);
         std::printf("registration (connect + TLS + register): p50 %.1f ms, p99 %.1f ms\n", percentile(reg, 0.5),
                     percentile(reg, 0.99));
@@ -692,7 +744,7 @@ int main(int argc, char **argv)
     // A restart with every node known: the run, its plan and its assignments come back.
     {
         const auto started = Clock::now();
-        Child restarted = startCoordinator(dataDir / "coord", nodes, own.coordinatorArgs);
+        Child restarted = startCoordinator(dataDir / "coord", nodes, own.coordinatorArgs, !own.coordinatorLog);
         const double restartMs = ms(Clock::now() - started);
         const ProcUsage u = procUsage(restarted.pid);
         std::printf("restart with %d known nodes: listening after %.0f ms, RSS %.1f MiB\n", nodes, restartMs, u.rssMiB);

@@ -85,13 +85,17 @@ struct CoordinatorSettings
     std::chrono::milliseconds joinMaxWait{30'000};
     double joinGrowth = 2.0;
     /// While a registration storm lasts (joins waiting, or one within stormSettle), the
-    /// nodes already placed are not told of the growth around them: ring sizes, cluster
-    /// counts and shards stay as they heard them, and newcomers sit alone in those rings
-    /// (holdStormGrowth, engine/coord/storm_hold.h). Once the storm is over, or it has been
-    /// held for stormHoldMax, everyone hears the plan as it is: a ramp costs a node about
-    /// two pushes (its placement, then its ring) rather than one per round. 0: no hold.
+    /// nodes already placed are not told of the growth around them: rings, cluster
+    /// counts and shards stay as they heard them, each round's newcomers ring among
+    /// themselves (holdStormGrowth, engine/coord/storm_hold.h), clusters already told take
+    /// no newcomer, and newcomers left waiting hear their reachability verdict later.
+    /// Once the storm is over, or it has been held for stormHoldMax, everyone hears the
+    /// plan as it is: a ramp costs a training node two pushes (its placement, then its
+    /// rings) and a waiting one one. 300 s covers a launch's crowd (10,000 registrations
+    /// took 86-144 s in bench_coordinator); it also bounds how long a storm's groups
+    /// train without averaging with each other. 0: no hold.
     std::chrono::milliseconds stormSettle{3000};
-    std::chrono::milliseconds stormHoldMax{120'000};
+    std::chrono::milliseconds stormHoldMax{300'000};
     /// Dial each node back at registration to learn whether peers can reach it
     /// (ReachabilityProbe); give up after this long. 0: never check.
     std::chrono::milliseconds reachabilityTimeout{20'000};

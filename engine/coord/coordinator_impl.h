@@ -67,7 +67,14 @@ struct Coordinator::Impl
     void trimMemory(Clock::time_point now);
     void round(Clock::time_point now, std::map<std::string, Pending> events, bool hold, bool full);
     /// `hold`: a registration storm is under way (holdStormGrowth).
-    void publishPlacements(Clock::time_point now, bool hold);
+    /// What a round told: assignments handed to the registry (it may skip some waiting
+    /// ones), and how many of them held a storm's growth back.
+    struct Published
+    {
+        size_t pushed = 0;
+        size_t held = 0;
+    };
+    Published publishPlacements(Clock::time_point now, bool hold);
     void checkStragglers(Clock::time_point now); ///< coordinator_stragglers.cpp
     void checkClaims(Clock::time_point now);     ///< coordinator_stragglers.cpp
     std::vector<StageSpeed> stageSpeeds() const; ///< placed, training stages: plan against measurement

@@ -8,6 +8,7 @@
 #endif
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "engine/common/error.h"
@@ -36,6 +37,12 @@ void Coordinator::Impl::maybePlan(Clock::time_point now)
 {
     std::map<std::string, Pending> events;
     bool hold = false, full = false;
+    // Nodes still being checked are arrivals to come: they join the planner with their
+    // verdict. On a loaded coordinator verdicts can pause for seconds mid-ramp (a planning
+    // round of thousands of joins took 8 s at 10,000 nodes), which ended the storm twice
+    // in one ramp when only joins counted. (Asked before the inbox lock: the registry's
+    // hooks take that lock under the registry's.)
+    const bool checking = settings.stormHoldMax.count() > 0 && registry->checkingCount() > 0;
     {
         std::lock_guard lock(inboxMutex);
         size_t joins = 0;
@@ -45,10 +52,11 @@ void Coordinator::Impl::maybePlan(Clock::time_point now)
         const bool takeJoins = joinsDue(now, joins);
         const bool firstDue = !plan.isWorking() && holdSince && now - *holdSince >= settings.firstPlanDelay;
         // A storm's growth is held back from placed nodes while joins wait for their
-        // batch or came within stormSettle, for stormHoldMax at most; then a round tells all.
+        // batch, came within stormSettle or are still being checked, for stormHoldMax at
+        // most; then a round tells all.
         const bool joinsWait = joins > 0 && !takeJoins && !firstDue;
-        hold = (joinsWait || now - lastArrival < settings.stormSettle) && settings.stormHoldMax.count() > 0 &&
-               (!heldSince || now - *heldSince < settings.stormHoldMax);
+        hold = (joinsWait || checking || now - lastArrival < settings.stormSettle) &&
+               settings.stormHoldMax.count() > 0 && (!heldSince || now - *heldSince < settings.stormHoldMax);
         if (heldSince && !hold)
             republish = true;
         const bool due = (leaves || takeJoins || republish || fullReplan) && now - lastRound >= settings.planInterval;
@@ -84,7 +92,16 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
         if (p.join)
             joins.emplace_back(id, p.capacity);
     }
-    PlanChange change = plan.apply(leaves, joins);
+    // In a storm (more than one arrival, or growth already held back), clusters whose
+    // members were told their placement take no newcomer: a re-cut would move them, and
+    // close every held ring they sit in, re-seating its members, once a round. A lone
+    // arrival may still join one.
+    std::set<std::string> placed;
+    if (hold && (heldSince || joins.size() > 1))
+        for (const auto &[id, a] : published)
+            if (a.isTraining())
+                placed.insert(placed.end(), id);
+    PlanChange change = plan.apply(leaves, joins, placed);
     const bool hadPlan = plan.hasPlan();
     // A first plan (or a fresh one when no cluster works any more) once the volunteers
     // can hold the model and the crowd had time to arrive.
@@ -109,7 +126,7 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
             holdSince = now; // try again after another delay
         }
     }
-    publishPlacements(now, hold);
+    const Published told = publishPlacements(now, hold);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     {
         std::lock_guard lock(summaryMutex);
@@ -125,20 +142,19 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
                              " left, " + std::to_string(change.moved.size()) + " moved; " +
                              std::to_string(summary.clusters.size()) + " clusters, predicted " +
                              format::count(int64_t(plan.plan().predictedSamplesPerSecond)) + " samples/s (" +
-                             std::to_string(int64_t(ms)) + " ms)");
+                             std::to_string(int64_t(ms)) + " ms); pushed " + std::to_string(told.pushed) +
+                             (hold ? ", held back from " + std::to_string(told.held) : ""));
 }
 
-void Coordinator::Impl::publishPlacements(Clock::time_point now, bool hold)
+Coordinator::Impl::Published Coordinator::Impl::publishPlacements(Clock::time_point now, bool hold)
 {
+    Published told;
     auto placements = plan.placements();
     skipAway(placements, registry->away());
     const auto addresses = registry->addresses();
     auto fresh = buildAssignments(placements, addresses, published);
-    if (!hold) {
-        heldSince.reset();
-    } else if (holdStormGrowth(fresh, published, addresses) > 0 && !heldSince) {
-        heldSince = now;
-    }
+    if (hold)
+        told.held = holdStormGrowth(fresh, published, addresses);
     markUnreachable(fresh, registry->unreachable());
     std::map<std::string, Assignment> changed;
     for (const auto &[id, a] : fresh)
@@ -146,13 +162,23 @@ void Coordinator::Impl::publishPlacements(Clock::time_point now, bool hold)
             it == published.end() || !it->second.samePlacement(a) || !it->second.sameReachability(a))
             changed.emplace(id, a);
     published = std::move(fresh);
-    const size_t pushed = changed.size();
-    registry->publish(changed);
+    // A storm's newcomers left waiting hear their checks' verdicts once it is over.
+    for (const auto &id : registry->publish(changed, hold)) {
+        published.erase(id);
+        changed.erase(id);
+        ++told.held;
+    }
+    if (!hold)
+        heldSince.reset();
+    else if (told.held > 0 && !heldSince)
+        heldSince = now; // the storm's growth is told all at once when it ends
+    const size_t pushed = told.pushed = changed.size();
     // Every push is a whole assignment (rings with one member per cluster), encoded here
     // and freed on a network thread once written: after a round that pushed to many
     // nodes, the worker hands the freed pages back (trimMemory) rather than keep the peak.
     if (pushed >= 64)
         trimAt = Clock::now() + std::chrono::seconds(2);
+    return told;
 }
 
 void Coordinator::Impl::trimMemory(Clock::time_point now)

@@ -138,8 +138,9 @@ void NodeRegistry::restore(const StoredState &state, const std::vector<std::stri
         m_nodes.emplace(v.nodeId, std::move(r));
     }
 }
-void NodeRegistry::publish(const std::map<std::string, Assignment> &changed)
+std::vector<std::string> NodeRegistry::publish(const std::map<std::string, Assignment> &changed, bool deferVerdicts)
 {
+    std::vector<std::string> deferred;
     Outbox out;
     {
         std::lock_guard lock(m_mutex);
@@ -154,9 +155,16 @@ void NodeRegistry::publish(const std::map<std::string, Assignment> &changed)
             // that its check is under way hears how the check ended and why it waits:
             // else it would say "checking" for as long as it waits.
             if (a.state == AssignmentState::Waiting && a.cluster < 0 &&
-                rec.assignment.state == AssignmentState::Waiting && rec.assignment.cluster < 0 &&
-                rec.assignment.reason != kCheckingReachability && rec.assignment.unreachable == a.unreachable)
-                continue;
+                rec.assignment.state == AssignmentState::Waiting && rec.assignment.cluster < 0) {
+                const bool news =
+                    rec.assignment.reason == kCheckingReachability || rec.assignment.unreachable != a.unreachable;
+                if (!news)
+                    continue;
+                if (deferVerdicts) {
+                    deferred.push_back(id);
+                    continue;
+                }
+            }
             const uint64_t version = rec.assignment.version + 1;
             rec.assignment = a;
             rec.assignment.version = version;
@@ -173,6 +181,7 @@ void NodeRegistry::publish(const std::map<std::string, Assignment> &changed)
             m_hooks.changed();
     }
     out.flush();
+    return deferred;
 }
 
 void NodeRegistry::setReachability(const std::string &nodeId, const std::string &address, bool reachable,

@@ -163,8 +163,12 @@ public:
     /// Heartbeat timeouts and grace expiry (the coordinator's worker thread).
     void tick(Clock::time_point now);
     /// The planner's new assignments: each gets the node's next version, is stored and
-    /// pushed to the node if it is online.
-    void publish(const std::map<std::string, Assignment> &changed);
+    /// pushed to the node if it is online. A waiting node that stays waiting is told only
+    /// how its reachability check ended, or that it became (un)reachable; with
+    /// `deferVerdicts` (a registration storm) not even that: nobody dials a waiting node,
+    /// so it hears the verdict with its placement or after the storm. Returns the ids
+    /// deferred so: nothing was stored or sent for them, so publish them again later.
+    std::vector<std::string> publish(const std::map<std::string, Assignment> &changed, bool deferVerdicts = false);
     /// A reachability check's verdict; ignored when the node moved since it began.
     void setReachability(const std::string &nodeId, const std::string &address, bool reachable,
                          const std::string &note);

@@ -134,7 +134,8 @@ bool PlanState::isWorking() const
 }
 
 PlanChange PlanState::apply(const std::vector<std::string> &leaves,
-                            const std::vector<std::pair<std::string, swarm::Capacity>> &joins)
+                            const std::vector<std::pair<std::string, swarm::Capacity>> &joins,
+                            const std::set<std::string> &keepClustersOf)
 {
     PlanChange change;
     std::set<int> changed;
@@ -159,6 +160,11 @@ PlanChange PlanState::apply(const std::vector<std::string> &leaves,
         moved.erase(id);
         erase(i);
     }
+    std::set<int> closed;
+    if (!keepClustersOf.empty())
+        for (size_t i = 0; i < m_ids.size(); ++i)
+            if (m_clusterOf[i] >= 0 && keepClustersOf.count(m_ids[i]))
+                closed.insert(m_clusterOf[i]);
     for (const auto &[id, capacity] : joins) {
         if (const size_t i = indexOf(id); i < m_ids.size()) {
             m_capacities[i] = capacity; // already here: take the newer profile, keep the place
@@ -171,7 +177,7 @@ PlanChange PlanState::apply(const std::vector<std::string> &leaves,
             continue;
         const size_t i = m_ids.size() - 1;
         const auto before = m_clusterOf;
-        auto r = swarm::planJoin(m_capacities, m_clusterOf, i, m_demand);
+        auto r = swarm::planJoin(m_capacities, m_clusterOf, i, m_demand, closed);
         m_clusterOf = std::move(r.clustering.clusterOf);
         if (m_clusterOf[i] >= 0) {
             changed.insert(m_clusterOf[i]);

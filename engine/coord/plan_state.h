@@ -78,9 +78,12 @@ public:
     /// Applies leaves, then joins, in order. Without a plan, volunteers just wait (call
     /// planAll()). With one, each join is placed by planJoin and each leave re-planned by
     /// planLeave; then only the clusters they touched are re-cut. A node that is both
-    /// left and joined is re-placed afresh. Unknown leaves are ignored.
+    /// left and joined is re-placed afresh. Unknown leaves are ignored. The clusters of
+    /// the volunteers in `keepClustersOf` take no newcomer (a registration storm: those
+    /// told their placement are not re-cut for it); leaves still re-cut them.
     PlanChange apply(const std::vector<std::string> &leaves,
-                     const std::vector<std::pair<std::string, swarm::Capacity>> &joins);
+                     const std::vector<std::pair<std::string, swarm::Capacity>> &joins,
+                     const std::set<std::string> &keepClustersOf = {});
     /// A whole new plan over everyone (planSwarm). Throws rookery::Error when the
     /// volunteers cannot hold the model; the previous plan is then kept.
     PlanChange planAll();

@@ -79,8 +79,9 @@ double speedOf(const std::vector<Capacity> &v, const std::vector<size_t> &member
 // Places volunteer i where the swarm gains most: an existing cluster with room, or a new
 // cluster made of the waiting volunteers (i included) if they can hold the model.
 // Leaves it waiting when nothing works. The same choice as evaluating the whole swarm
-// for every try, at O(volunteers) a join.
-void place(const std::vector<Capacity> &v, std::vector<int> &clusterOf, size_t i, const ModelDemand &d)
+// for every try, at O(volunteers) a join. Clusters in `closed` are not joined.
+void place(const std::vector<Capacity> &v, std::vector<int> &clusterOf, size_t i, const ModelDemand &d,
+           const std::set<int> &closed = {})
 {
     clusterOf[i] = -1;
     const auto members = membersByCluster(clusterOf);
@@ -93,7 +94,7 @@ void place(const std::vector<Capacity> &v, std::vector<int> &clusterOf, size_t i
     int bestCluster = -1;
     for (int c = 0; c < k; ++c) {
         const size_t n = members[size_t(c)].size();
-        if (n == 0 || int(n) >= d.maxStages)
+        if (n == 0 || int(n) >= d.maxStages || closed.count(c))
             continue;
         const double s = swarm.with(c, speedOf(v, members[size_t(c)], i, d));
         // Ties go to the smaller cluster id, so the result is deterministic.
@@ -161,12 +162,13 @@ Replan planLeave(const std::vector<Capacity> &v, std::vector<int> clusterOf, siz
     return {evaluate(v, clusterOf, d), movedBetween(before, clusterOf, gone)};
 }
 
-Replan planJoin(const std::vector<Capacity> &v, std::vector<int> clusterOf, size_t joined, const ModelDemand &d)
+Replan planJoin(const std::vector<Capacity> &v, std::vector<int> clusterOf, size_t joined, const ModelDemand &d,
+                const std::set<int> &closed)
 {
     if (joined >= v.size() || clusterOf.size() != v.size())
         throw Error("re-plan: volunteer " + std::to_string(joined) + " is not in the plan");
     const std::vector<int> before = clusterOf;
-    place(v, clusterOf, joined, d);
+    place(v, clusterOf, joined, d, closed);
     Replan r{evaluate(v, clusterOf, d), movedBetween(before, clusterOf, joined)};
     // Waiting volunteers that now joined a new cluster with the newcomer count as moved
     // from "waiting": that is the point of waiting, so they are not reported.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "engine/swarm/cluster_formation.h"
@@ -26,8 +27,8 @@ Replan planLeave(const std::vector<Capacity> &volunteers, std::vector<int> clust
 /// Volunteer `joined` (clusterOf[joined] == -1) arrived. It joins the cluster where it
 /// raises the swarm's speed most (or, if none has room, a new cluster formed with the
 /// waiting volunteers when together they hold the model; else it waits). No one else
-/// moves.
+/// moves. Clusters in `closed` take no newcomer (their members keep their stages).
 Replan planJoin(const std::vector<Capacity> &volunteers, std::vector<int> clusterOf, size_t joined,
-                const ModelDemand &demand);
+                const ModelDemand &demand, const std::set<int> &closed = {});
 
 } // namespace rookery::swarm

@@ -9,34 +9,40 @@
 
 namespace rookery::test {
 
-// Every ring a node is told of is whole: its neighbours name it back, ranks and sizes
-// agree, and as many members claim a ring of `size` as it has. "" when so, else why not.
+// Every ring a node is told of is whole: following its next members, each names the one
+// before it back with the next rank and the same size, and `size` steps lead back to the
+// node. (One ring id may stand for disjoint rings, as in a registration storm.) "" when
+// so, else why not.
 inline std::string wholeRings(const std::map<std::string, coord::Assignment> &all)
 {
-    std::map<std::pair<uint64_t, size_t>, size_t> claims; // (ring, size) -> members
+    const auto seatIn = [](const coord::Assignment &a, uint64_t ringId) -> const coord::RingRef * {
+        for (const auto &x : a.rings)
+            if (x.ringId == ringId)
+                return &x;
+        return nullptr;
+    };
     for (const auto &[id, a] : all) {
         for (const auto &r : a.rings) {
             if (r.alone())
                 continue;
-            ++claims[{r.ringId, r.size}];
-            const auto n = all.find(r.next.nodeId);
-            if (n == all.end())
-                return id + " names a next member nobody knows";
-            const coord::RingRef *back = nullptr;
-            for (const auto &x : n->second.rings)
-                if (x.ringId == r.ringId)
-                    back = &x;
-            if (!back || back->previous.nodeId != id || back->size != r.size || back->rank != (r.rank + 1) % r.size)
-                return id + "'s next member " + r.next.nodeId + " does not name it back";
+            std::string at = id;
+            const coord::RingRef *seat = &r;
+            for (size_t step = 0; step < r.size; ++step) {
+                const auto n = all.find(seat->next.nodeId);
+                if (n == all.end())
+                    return at + " names a next member nobody knows in ring " + std::to_string(r.ringId);
+                const coord::RingRef *back = seatIn(n->second, r.ringId);
+                if (!back || back->previous.nodeId != at || back->size != r.size ||
+                    back->rank != (seat->rank + 1) % r.size)
+                    return at + "'s next member " + seat->next.nodeId + " does not name it back in ring " +
+                           std::to_string(r.ringId);
+                at = n->first;
+                seat = back;
+            }
+            if (at != id)
+                return "ring " + std::to_string(r.ringId) + " from " + id + " does not close after " +
+                       std::to_string(r.size) + " members";
         }
-    }
-    std::map<uint64_t, int> ringsById;
-    for (const auto &[key, members] : claims) {
-        if (members != key.second)
-            return "ring " + std::to_string(key.first) + " of " + std::to_string(key.second) + " has " +
-                   std::to_string(members) + " members";
-        if (++ringsById[key.first] > 1)
-            return "ring " + std::to_string(key.first) + " is told in two sizes";
     }
     return {};
 }

@@ -199,6 +199,26 @@ private Q_SLOTS:
             QCOMPARE(r.clustering.clusterOf[i], plan[i]);
     }
 
+    void aClosedClusterTakesNoNewcomer()
+    {
+        // The same swarm as above: the newcomer would join cluster 0. Closed (a storm:
+        // its members were told their stages), it goes to the next best, cluster 1.
+        std::vector<Capacity> v(9, Capacity{50, 1024 * kMiB, 50e6});
+        v[8].gflops = 200;
+        const std::vector<int> plan = {0, 0, 1, 1, 1, 2, 2, 2, -1};
+        const Replan open = planJoin(v, plan, 8, demand());
+        QCOMPARE(open.clustering.clusterOf[8], 0);
+        const Replan closed = planJoin(v, plan, 8, demand(), {0});
+        QVERIFY(closed.clustering.clusterOf[8] != 0);
+        QVERIFY(closed.clustering.clusterOf[8] >= 1);
+        QVERIFY(closed.moved.empty());
+        // All closed and no one waiting to form a new cluster with: it waits.
+        const Replan none = planJoin(v, plan, 8, demand(), {0, 1, 2});
+        QCOMPARE(none.clustering.clusterOf[8], -1);
+        for (size_t i = 0; i < 8; ++i)
+            QCOMPARE(none.clustering.clusterOf[i], plan[i]);
+    }
+
     // planJoin judges one cluster at a time (O(volunteers) a join, for 10,000 of them);
     // over random swarms it places every newcomer where evaluating the whole swarm for
     // every choice would: into a cluster, into a new one, or left waiting.
