@@ -54,7 +54,7 @@ void seat(std::map<std::string, std::vector<RingRef>> &out, const RingRef &ref, 
 
 // One published ring as its members were told it: the members in rank order, found by
 // following each seat's next member. Empty when the seats do not close into a ring of
-// the size they claim (then none of them keeps it).
+// the size they claim (then each member sits alone in it rather than wait for a peer).
 std::vector<std::string> publishedRing(const std::map<std::string, Assignment> &published, const std::string &start,
                                        const RingRef &seatOfStart)
 {

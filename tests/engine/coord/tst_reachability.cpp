@@ -271,6 +271,41 @@ private Q_SLOTS:
         QVERIFY(first.training()); // nobody else was moved for it
     }
 
+    // Arrivals within stormSettle of each other are a storm: a newcomer the planner
+    // leaves waiting then hears its verdict only once the storm is over (nobody dials a
+    // waiting node), in one push; until then it still says its check is under way.
+    void aNewcomerLeftWaitingInAStormHearsItsVerdictWhenItIsOver()
+    {
+        QTemporaryDir dir;
+        auto s = pairSettings(dir); // checks end within 1.5 s
+        s.stormSettle = 8s;         // the storm lasts 8 s past the last arrival
+        coord::Coordinator c(s);
+        net::NetContext net(1);
+        test::TestNode first, small;
+        first.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        small.listenAddress = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+        first.start(net, c.coordinatorAddress(), 10, 1ull << 30);
+        QVERIFY(test::eventually([&] { return first.training(); }, 20s));
+        small.start(net, c.coordinatorAddress(), 10, 1ull << 10); // 1 KiB: no stage fits
+        QVERIFY(test::eventually([&] { return small.registrationCount() == 1; }));
+        const size_t heardAtRegistration = small.updateCount();
+        QVERIFY(test::eventually(
+            [&] { return verdictOf(c, small.identity.nodeId()).reachability == QStringLiteral("unreachable"); }, 10s));
+        // The check is over; the storm it came in is not. (Without the hold its verdict
+        // would come within a planning round, 20 ms here.)
+        QTest::qWait(2000);
+        const auto during = small.assignment();
+        QVERIFY2(during.reason == coord::kCheckingReachability, during.reason.c_str());
+        QVERIFY(!during.unreachable);
+        QCOMPARE(small.updateCount(), heardAtRegistration);
+        // Once it is over: the verdict and why it waits, in one push.
+        QVERIFY(test::eventually([&] { return small.assignment().unreachable; }, 20s));
+        const auto after = small.assignment();
+        QVERIFY(!after.isTraining());
+        QVERIFY2(after.reason != coord::kCheckingReachability, after.reason.c_str());
+        QCOMPARE(small.updateCount(), heardAtRegistration + 1);
+    }
+
     // Two volunteers behind NAT and one that can be dialled, all alike, in a pipeline of
     // three: the planner puts the reachable one in the middle, so that neither of its
     // links needs the relay.
