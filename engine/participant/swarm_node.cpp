@@ -103,8 +103,12 @@ bool NodeRun::follow(const coord::Assignment &a)
     if (a.state == coord::AssignmentState::Waiting) {
         m_node.stage.replace(nullptr);
         m_node.say(a.reason.rfind("waiting", 0) == 0 ? a.reason : "waiting: " + a.reason);
-    } else if (auto stage = m_node.stage.current(); ringsOnly && stage) {
-        // The same stage; a cluster left the rings for now, or came back.
+    } else if (ringsOnly && m_node.stage.current()) {
+        // The same stage; a cluster left the rings for now, or came back. (No copy of the
+        // stage may live in this if-chain's scope: startStage() below must be able to
+        // destroy the old stage, which checkpoints and joins its threads, before it
+        // builds the new one.)
+        const auto stage = m_node.stage.current();
         m_mesh->setPeers(peersOf(a), a.unreachable);
         if (ringsChanged) {
             stage->updateRings(a.rings);
