@@ -223,6 +223,12 @@ void Governor::setObserver(Observer observer)
 
 int Governor::cores() { return status().limits.cores; }
 
+double Governor::cpuShare()
+{
+    std::lock_guard lock(m_mutex);
+    return std::clamp(m_status.limits.cpuPercent, 1, 100) / 100.0;
+}
+
 ThreadConfig Governor::threadConfig() { return defaultThreadConfig(cores()); }
 
 void Governor::checkFits(uint64_t bytes, const std::string &what)

@@ -117,6 +117,10 @@ public:
 
     bool enter() override;
     void leave(std::chrono::nanoseconds busy) override;
+    /// The CPU-time cap in force (the limits of the user's current state, active or
+    /// idle) as a share; the compute threads use all the cores allowed, so a stage's
+    /// compute time over it is its time under the cap.
+    double cpuShare() override;
     /// enter() without blocking. An admission (wait zero, not closed) must be matched by leave().
     Admission tryEnter();
 

@@ -26,6 +26,13 @@ std::chrono::nanoseconds processCpuTime()
     return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
+std::chrono::nanoseconds threadCpuTime()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
 int allowedCores()
 {
     cpu_set_t set;

@@ -16,6 +16,12 @@ uint64_t residentBytes();
 /// Thread safety: may be called from any thread.
 std::chrono::nanoseconds processCpuTime();
 
+/// CPU time used so far by the calling thread (CLOCK_THREAD_CPUTIME_ID): unlike wall
+/// time, it does not grow while other processes have the cores.
+///
+/// Thread safety: may be called from any thread; it measures that thread.
+std::chrono::nanoseconds threadCpuTime();
+
 /// Cores this process may run on (its CPU affinity mask), at least 1.
 int allowedCores();
 

@@ -26,6 +26,11 @@ public:
     /// Reports the microbatch that enter() let through as finished, with how long it
     /// kept the thread busy.
     virtual void leave(std::chrono::nanoseconds busy) = 0;
+
+    /// The share of its cores' time the gate lets compute run, in (0, 1]: a CPU-time cap
+    /// of 25% gives 0.25. Compute time over this share is how long work takes under the
+    /// gate's spacing, whatever else the machine runs (the straggler check's measure).
+    virtual double cpuShare() { return 1.0; }
 };
 
 /// A gate that never holds anyone back: for tests and benchmarks of raw speed.

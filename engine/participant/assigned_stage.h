@@ -62,7 +62,7 @@ struct StageProgress
     int64_t samplesTotal = 0;
     double busyFraction = 0;
     /// What this stage could take if never starved: samples per second of its own time
-    /// (computing, or held by its governor's CPU cap), recent average; 0 until known.
+    /// (StageRuntime::ownSeconds), recent average; 0 until known.
     double ownSamplesPerSecond = 0;
     double staleness = 0;     ///< mean over this run's backwards so far
     int window = 0;           ///< root: microbatches in flight allowed now; 0 elsewhere

@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "engine/data/epoch_sampler.h"
+#include "engine/device/process_usage.h"
 #include "engine/train/batch_source.h"
 #include "engine/train/pipeline_window.h"
 #include "engine/train/stage_compute.h"
@@ -109,28 +110,29 @@ struct StageRuntime::Impl
             return false;
         const double heldFor = secondsSince(waitStart);
         metrics.waitSeconds += heldFor;
-        // Own time runs from asking the gate until it has let go. A CPU cap holds the
-        // thread for up to a few seconds (its ledger is debited with the whole process's
-        // CPU time); a hold of more than 10 s is a pause, which says nothing about the
-        // stage's speed: left out.
-        const auto ownFrom = heldFor < 10.0 ? waitStart : Clock::now();
+        // Own time is the thread's CPU time over the gate's CPU share: what the work
+        // takes under this node's cap, but not what other processes take from it. Wall
+        // time read another program's load on the machine as a slow stage (the test
+        // suite beside four capped nodes flagged healthy ones), and a hold measured on
+        // the wall clock shrinks under such load (the ledger sees less CPU used).
         const auto start = Clock::now();
+        const auto cpuStart = device::threadCpuTime();
         struct Leave
         {
             device::WorkGate &gate;
-            Clock::time_point start, ownFrom;
+            Clock::time_point start;
+            std::chrono::nanoseconds cpuStart;
             double &busy;
             std::atomic<double> &own;
             ~Leave()
             {
                 const auto spent = Clock::now() - start;
                 busy += std::chrono::duration<double>(spent).count();
+                const double cpu = std::chrono::duration<double>(device::threadCpuTime() - cpuStart).count();
+                own.store(own.load(std::memory_order_relaxed) + cpu / gate.cpuShare(), std::memory_order_relaxed);
                 gate.leave(std::chrono::duration_cast<std::chrono::nanoseconds>(spent));
-                own.store(own.load(std::memory_order_relaxed) +
-                              std::chrono::duration<double>(Clock::now() - ownFrom).count(),
-                          std::memory_order_relaxed);
             }
-        } leave{gate, start, ownFrom, metrics.busySeconds, liveOwn};
+        } leave{gate, start, cpuStart, metrics.busySeconds, liveOwn};
         if (config.hook)
             config.hook(config.stage, microbatch, backward);
         work();
@@ -193,7 +195,8 @@ struct StageRuntime::Impl
     StageMetrics metrics;
     std::atomic<double> lastLoss{0}; // the leaf's newest loss, for progress reports during a run
     std::atomic<double> liveStaleness{0};
-    std::atomic<double> liveOwn{0}; // busy + held at the gate, since built (one writer: the stage thread)
+    std::atomic<double> liveOwn{
+        0}; // compute CPU time over the gate's share, since built (one writer: the stage thread)
     std::atomic<int> liveWindow{0};
     WindowSizer windowSizer; // root: round trips and arrival gaps, for the window
     int64_t hookedVersion = 0;

@@ -149,10 +149,12 @@ public:
     /// Optimizer steps between a microbatch's forward and its backward, averaged over
     /// this run's backwards so far. Any thread, also during a run.
     double meanStaleness() const;
-    /// Seconds this stage has spent on its own account since it was built: computing,
-    /// or held by the work gate (a governor's CPU cap; not holds over 10 s, which are
-    /// pauses), but not waiting for its neighbours. Samples over these seconds are what the stage could take if it were
-    /// never starved: its speed for the straggler check. Any thread, also during a run.
+    /// Seconds of work this stage has done since it was built, as its work gate spaces
+    /// it: the CPU time its thread spent computing over the gate's CPU share
+    /// (WorkGate::cpuShare). Not waits for its neighbours, pauses, or the time other
+    /// programs take the cores. Samples over these seconds are what the stage could take
+    /// if it were never starved: its speed for the straggler check. Any thread, also
+    /// during a run.
     double ownSeconds() const;
     const StageConfig &config() const;
 

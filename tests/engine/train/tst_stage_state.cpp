@@ -4,10 +4,12 @@
 // averaging, taking over layers).
 #include <QtTest>
 
+#include <atomic>
 #include <thread>
 
 #include "engine/common/error.h"
 #include "engine/data/image_dataset.h"
+#include "engine/device/work_gate.h"
 #include "engine/model/model_zoo.h"
 #include "engine/train/in_process_transport.h"
 #include "engine/train/stage_runtime.h"
@@ -38,8 +40,9 @@ struct TwoStages
     train::InProcessTransport transport{2, 8};
     train::StageRuntime root;
     train::StageRuntime leaf;
-    TwoStages(std::shared_ptr<const data::ImageDataset> train, train::StageConfig c0, train::StageConfig c1)
-        : root(std::move(c0), transport.endpoint(0), train::openGate(), std::move(train))
+    TwoStages(std::shared_ptr<const data::ImageDataset> train, train::StageConfig c0, train::StageConfig c1,
+              device::WorkGate &rootGate = train::openGate())
+        : root(std::move(c0), transport.endpoint(0), rootGate, std::move(train))
         , leaf(std::move(c1), transport.endpoint(1))
     { }
     void run(int64_t microbatches)
@@ -48,6 +51,16 @@ struct TwoStages
         root.run(microbatches);
         t.join();
     }
+};
+
+// An open gate whose CPU share the test sets, as a governor's cap would.
+class ShareGate final : public device::WorkGate
+{
+public:
+    bool enter() override { return true; }
+    void leave(std::chrono::nanoseconds) override { }
+    double cpuShare() override { return share.load(); }
+    std::atomic<double> share{1.0};
 };
 
 } // namespace
@@ -100,6 +113,43 @@ private Q_SLOTS:
         QCOMPARE(second.root.parameters(), straight.root.parameters());
         QCOMPARE(second.leaf.parameters(), straight.leaf.parameters());
         QCOMPARE(second.root.version(), int64_t(30));
+    }
+
+    // A stage's own time (the straggler check's measure) is its compute's CPU time over
+    // its gate's CPU share: a wait inside the work that uses no CPU does not count, and a
+    // cap of a quarter makes the same work count four times as long.
+    void ownTimeIsComputeCpuOverTheGatesShare()
+    {
+        auto c0 = config(0);
+        std::atomic<bool> sleepy{false};
+        c0.hook = [&](int, int64_t, bool) {
+            if (sleepy)
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        };
+        ShareGate gate;
+        TwoStages s(m_train, c0, config(1), gate);
+        s.run(10); // warm-up: first allocations
+
+        sleepy = true;
+        double before = s.root.ownSeconds();
+        s.run(10); // 20 waits of 20 ms: 0.4 s of wall time with no CPU in it
+        sleepy = false;
+        const double sleptOwn = s.root.ownSeconds() - before;
+        QVERIFY2(sleptOwn < 0.2, qPrintable(QString::number(sleptOwn)));
+
+        before = s.root.ownSeconds();
+        s.run(60);
+        const double full = s.root.ownSeconds() - before;
+        gate.share = 0.25;
+        before = s.root.ownSeconds();
+        s.run(60);
+        const double quarter = s.root.ownSeconds() - before;
+        QVERIFY(full > 0);
+        qInfo("60 microbatches: %.4f s own time at a share of 1, %.4f s at 0.25 (ratio %.2f)", full, quarter,
+              quarter / full);
+        // The same work: 4x, give or take what CPU time varies by between two runs.
+        QVERIFY2(quarter > 2.5 * full && quarter < 6.4 * full,
+                 qPrintable(QStringLiteral("%1 s at 1, %2 s at 0.25").arg(full).arg(quarter)));
     }
 
     void restoreRefusesAnotherStage()
