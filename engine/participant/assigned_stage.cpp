@@ -146,6 +146,7 @@ struct AssignedStage::Impl
     bool ready = false; // restore() done: the stage may run and checkpoint
     bool restoreCheckpoint(const std::string &what);
     std::optional<std::pair<size_t, size_t>> keepOwnLayers();
+    void keepOwnStep(const store::CheckpointInfo &from);
     void onUpdate(int64_t version);
     void averageRings(int64_t round); // now, on this thread (the last round)
     std::vector<RingChange> averageRingsOf(std::vector<NamedTensor> snapshot, int64_t round);
@@ -254,16 +255,21 @@ bool AssignedStage::Impl::restoreCheckpoint(const std::string &what)
 // The layers range changed (a re-plan moved a cut): the layers this node trained
 // before and still holds come back from its newest checkpoint of another range, with
 // their optimizer state and the step, so that only the layers it takes over are new.
-// Returns the layers kept, or nothing when it has no such checkpoint.
+// Returns the layers kept, or nothing when it has no such checkpoint. A node that keeps
+// none of its layers (a re-cut that swapped the stages of its cluster) still goes on
+// from the step of its newest checkpoint of the run, as its partners do: starting at
+// step 0 would restart the run's schedule for the cluster (its learning rate, its end).
 std::optional<std::pair<size_t, size_t>> AssignedStage::Impl::keepOwnLayers()
 {
     const auto &as = a();
     const std::string prefix = "swarm:" + config.run.runId + ":layers ";
-    std::optional<store::CheckpointInfo> best;
+    std::optional<store::CheckpointInfo> best, newest;
     std::pair<size_t, size_t> bestRange;
     for (const auto &info : config.checkpoints->list()) { // newest first
         if (info.run.rfind(prefix, 0) != 0 || info.run == checkpointRun)
             continue;
+        if (!newest)
+            newest = info;
         size_t first = 0, last = 0;
         if (std::sscanf(info.run.c_str() + prefix.size(), "%zu-%zu", &first, &last) != 2)
             continue;
@@ -274,8 +280,11 @@ std::optional<std::pair<size_t, size_t>> AssignedStage::Impl::keepOwnLayers()
         bestRange = {lo, hi};
         break;
     }
-    if (!best)
+    if (!best) {
+        if (newest)
+            keepOwnStep(*newest);
         return std::nullopt;
+    }
     try {
         auto old = config.checkpoints->load(best->id).state;
         auto merged = runtime->state();
@@ -297,6 +306,26 @@ std::optional<std::pair<size_t, size_t>> AssignedStage::Impl::keepOwnLayers()
     } catch (const Error &e) {
         say("its checkpoint of " + best->run.substr(prefix.size()) + " cannot be used (" + std::string(e.what()) + ")");
         return std::nullopt;
+    }
+}
+
+// The step of `from` (a checkpoint of other layers of this run), without its layers.
+void AssignedStage::Impl::keepOwnStep(const store::CheckpointInfo &from)
+{
+    try {
+        const auto old = config.checkpoints->load(from.id).state;
+        auto merged = runtime->state();
+        for (auto &t : merged.optimizerState)
+            for (const auto &f : old.optimizerState)
+                if (t.name == "step" && f.name == t.name && f.dtype == t.dtype && f.shape == t.shape)
+                    t = f;
+        merged.cursor = {}; // the shard starts over with the new range
+        runtime->restore(merged);
+        say("goes on from step " + std::to_string(runtime->version()) +
+            ", the step of its checkpoint of the layers it held before");
+    } catch (const Error &e) {
+        say("its checkpoint of step " + std::to_string(from.step) + " cannot be used (" + std::string(e.what()) +
+            "); starting at step 0");
     }
 }
 
