@@ -111,10 +111,9 @@ struct CoordinatorSettings
     int clusterSize = 0;       ///< volunteers (pipeline stages) per cluster; 0: the planner decides
     /// How often measured stage speeds are compared with the plan's (StragglerWatch); a
     /// stage 1.5x slower than predicted, relative to the others, three checks running,
-    /// has its capacity corrected and its cluster re-cut. 0: never, the default for now:
-    /// on a loaded machine it also flagged stages that were not slow, and a re-cut that
-    /// swaps stages can lose their weights (docs/architecture.md, "Stragglers").
-    std::chrono::milliseconds stragglerCheckInterval{0};
+    /// has its capacity corrected and its cluster re-cut (docs/architecture.md,
+    /// "Stragglers"). 0: never.
+    std::chrono::milliseconds stragglerCheckInterval{5'000};
     /// How often each training stage's measured speed is compared with what its node's
     /// claimed GFLOP/s predict (ClaimWatch): a node under 1/1000 of its claim, three
     /// checks running, claimed compute it does not have and is quarantined. 0: never.
