@@ -14,150 +14,30 @@
 // Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every ring joins
 // the two clusters) over the samples the swarm trained; `cross_cluster_reduction`: the
 // plain run's over the outer-step run's. Both with samples to 85% and final accuracy.
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <map>
-#include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
 #include "bench/support/bench_report.h"
-#include "engine/common/error.h"
+#include "bench/support/swarm_bench_run.h"
 #include "engine/common/format.h"
-#include "engine/common/paths.h"
-#include "engine/launcher/swarm_launcher.h"
 
 using namespace rookery;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int64_t kBatch = 64;
+constexpr int64_t kBatch = bench::kSwarmBenchBatch;
 constexpr double kRateMbit = 50;
-constexpr double kTarget = 0.85;
 
-// One swarm: its size, the emulated round trip and how its clusters average.
-struct RunSpec
-{
-    int rttMs = 0;
-    int nodes = 2;
-    int64_t averagingInterval = 10;
-    double outerLearningRate = 1; ///< 1 and 0: plain averaging
-    double outerMomentum = 0;
-    bool overlap = false;                      ///< rounds beside training (--overlap-averaging)
-    std::string compression = "none";          ///< the nodes' --peer-compression
-    int clusters() const { return nodes / 2; } // clusters of two stages
-};
-
-struct Outcome
-{
-    double samplesPerSecond = 0; ///< of the whole swarm
-    int window = 0;              ///< the root's last reported window
-    double staleness = 0;
-    double finalAccuracy = -1;
-    int64_t samplesToTarget = -1; ///< -1: 85% not reached within the run (every cluster's root)
-    uint64_t ringBytes = 0;       ///< ring values sent, all nodes
-    double bytesPerSample = 0;    ///< ringBytes over the samples the swarm trained
-};
+using RunSpec = bench::SwarmBenchSpec;
+using Outcome = bench::SwarmBenchOutcome;
 
 Outcome swarmRun(const RunSpec &spec, int64_t steps, int64_t evalEvery, const std::filesystem::path &work)
 {
-    const std::string wan = "delay_ms=" + std::to_string(spec.rttMs / 2.0) + ",rate_mbit=" + std::to_string(kRateMbit);
-    ::setenv("ROOKERY_WAN_EMULATION", wan.c_str(), 1); // the nodes inherit it
-    launcher::SwarmLauncherSettings s;
-    s.nodes = spec.nodes;
-    s.clusterSize = 2;
-    s.workDir = work;
-    s.datasetDir = defaultFashionMnistDir();
-    s.coordinatorArgs = {"--steps",
-                         std::to_string(steps),
-                         "--microbatch",
-                         std::to_string(kBatch),
-                         "--lr",
-                         "0.05",
-                         "--momentum",
-                         "0.9",
-                         "--averaging-interval",
-                         std::to_string(spec.averagingInterval),
-                         "--outer-lr",
-                         std::to_string(spec.outerLearningRate),
-                         "--outer-momentum",
-                         std::to_string(spec.outerMomentum)};
-    if (spec.overlap)
-        s.coordinatorArgs.push_back("--overlap-averaging");
-    s.nodeArgs = {"--max-cores",   "1", "--eval-every", std::to_string(evalEvery), "--peer-compression",
-                  spec.compression};
-    s.restartCrashed = false;
-    if (const char *dir = std::getenv("ROOKERY_BIN_DIR"))
-        s.binDir = dir;
-    else if (const auto app = launcher::programDirectory().parent_path() / "app"; std::filesystem::exists(app))
-        s.binDir = app;
-
-    const std::regex progress(R"(^step (\d+)/(\d+) )");
-    const std::regex window(R"(window (\d+), staleness ([0-9.]+))");
-    const std::regex evaluated(R"(^(evaluated|done:) cluster (\d+) at step (\d+): test accuracy ([0-9.]+)%)");
-    const std::regex rings(R"(\((\d+) in rings\))");
-    std::optional<Clock::time_point> start, end;
-    std::map<std::string, uint64_t> ringBytes; // by node
-    std::map<int, int64_t> reached;            // by cluster: the first step at 85%
-    std::map<int, double> finalAccuracy;       // by cluster
-    Outcome o;
-    launcher::SwarmLauncher swarm(s, [&](const std::string &who, const std::string &line) {
-        std::smatch m;
-        if (std::regex_search(line, m, progress)) {
-            if (!start && std::stoll(m[1].str()) > 0)
-                start = Clock::now();
-            if (m[1].str() == m[2].str() && !end)
-                end = Clock::now();
-            if (std::regex_search(line, m, window)) {
-                o.window = std::stoi(m[1].str());
-                o.staleness = std::stod(m[2].str());
-            }
-            if (std::regex_search(line, m, rings))
-                ringBytes[who] = std::max<uint64_t>(ringBytes[who], std::stoull(m[1].str()));
-        } else if (std::regex_search(line, m, evaluated)) {
-            const int cluster = std::stoi(m[2].str());
-            const double acc = std::stod(m[4].str()) / 100;
-            if (m[1].str() == "done:")
-                finalAccuracy[cluster] = acc;
-            if (acc >= kTarget && !reached.count(cluster))
-                reached[cluster] = std::stoll(m[3].str());
-        }
-        if (line.find("error") != std::string::npos)
-            std::printf("    [%s] %s\n", who.c_str(), line.c_str());
-    });
-    swarm.start();
-    while (swarm.poll(std::chrono::milliseconds(200))) { }
-    swarm.stop();
-    ::unsetenv("ROOKERY_WAN_EMULATION");
-    for (int code : swarm.nodeExitCodes())
-        if (code != 0)
-            throw Error("a node of the pipeline failed (exit status " + std::to_string(code) + ")");
-    if (!start || !end)
-        throw Error("the pipeline printed no progress");
-    // The clock starts at the first step reported, so registration and planning are out.
-    const double samples = double(steps * kBatch * spec.clusters());
-    o.samplesPerSecond = samples / std::chrono::duration<double>(*end - *start).count();
-    for (const auto &[who, bytes] : ringBytes)
-        o.ringBytes += bytes;
-    o.bytesPerSample = double(o.ringBytes) / samples;
-    if (int(reached.size()) == spec.clusters()) { // the swarm's samples when its last cluster got there
-        int64_t step = 0;
-        for (const auto &[cluster, at] : reached)
-            step = std::max(step, at);
-        o.samplesToTarget = step * kBatch * spec.clusters();
-    }
-    if (!finalAccuracy.empty()) { // the worst cluster's
-        o.finalAccuracy = 1;
-        for (const auto &[cluster, acc] : finalAccuracy)
-            o.finalAccuracy = std::min(o.finalAccuracy, acc);
-    }
-    return o;
+    return bench::runSwarmBench(spec, steps, evalEvery, work);
 }
 
 void printPipelineRun(const std::string &what, const Outcome &o)

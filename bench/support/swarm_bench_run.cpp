@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "bench/support/swarm_bench_run.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <regex>
+
+#include "engine/common/error.h"
+#include "engine/common/paths.h"
+#include "engine/launcher/swarm_launcher.h"
+
+namespace rookery::bench {
+
+using Clock = std::chrono::steady_clock;
+
+SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64_t evalEvery,
+                                const std::filesystem::path &work)
+{
+    const bool emulated = spec.rttMs > 0 || spec.rateMbit > 0;
+    if (emulated) {
+        const std::string wan =
+            "delay_ms=" + std::to_string(spec.rttMs / 2.0) + ",rate_mbit=" + std::to_string(spec.rateMbit);
+        ::setenv("ROOKERY_WAN_EMULATION", wan.c_str(), 1); // the nodes inherit it
+    } else {
+        ::unsetenv("ROOKERY_WAN_EMULATION");
+    }
+    launcher::SwarmLauncherSettings s;
+    s.nodes = spec.nodes;
+    s.clusterSize = 2;
+    s.workDir = work;
+    s.datasetDir = defaultFashionMnistDir();
+    s.coordinatorArgs = {"--steps",
+                         std::to_string(steps),
+                         "--microbatch",
+                         std::to_string(kSwarmBenchBatch),
+                         "--lr",
+                         "0.05",
+                         "--momentum",
+                         "0.9",
+                         "--seed",
+                         std::to_string(spec.seed),
+                         "--averaging-interval",
+                         std::to_string(spec.averagingInterval),
+                         "--outer-lr",
+                         std::to_string(spec.outerLearningRate),
+                         "--outer-momentum",
+                         std::to_string(spec.outerMomentum)};
+    if (spec.overlap)
+        s.coordinatorArgs.push_back("--overlap-averaging");
+    s.nodeArgs = {"--max-cores",   "1", "--eval-every", std::to_string(evalEvery), "--peer-compression",
+                  spec.compression};
+    s.restartCrashed = false;
+    if (const char *dir = std::getenv("ROOKERY_BIN_DIR"))
+        s.binDir = dir;
+    else if (const auto app = launcher::programDirectory().parent_path() / "app"; std::filesystem::exists(app))
+        s.binDir = app;
+
+    const std::regex progress(R"(^step (\d+)/(\d+) )");
+    const std::regex window(R"(window (\d+), staleness ([0-9.]+))");
+    const std::regex evaluated(R"(^(evaluated|done:) cluster (\d+) at step (\d+): test accuracy ([0-9.]+)%)");
+    const std::regex sent(R"(sent (\d+) bytes \((\d+) in rings\))");
+    std::optional<Clock::time_point> start, end;
+    std::map<std::string, uint64_t> ringBytes, wireBytes; // by node
+    std::map<int, int64_t> reached;                       // by cluster: the first step at 85%
+    std::map<int, double> finalAccuracy;                  // by cluster
+    SwarmBenchOutcome o;
+    launcher::SwarmLauncher swarm(s, [&](const std::string &who, const std::string &line) {
+        std::smatch m;
+        if (std::regex_search(line, m, progress)) {
+            if (!start && std::stoll(m[1].str()) > 0)
+                start = Clock::now();
+            if (m[1].str() == m[2].str() && !end)
+                end = Clock::now();
+            if (std::regex_search(line, m, window)) {
+                o.window = std::stoi(m[1].str());
+                o.staleness = std::stod(m[2].str());
+            }
+            if (std::regex_search(line, m, sent)) {
+                wireBytes[who] = std::max<uint64_t>(wireBytes[who], std::stoull(m[1].str()));
+                ringBytes[who] = std::max<uint64_t>(ringBytes[who], std::stoull(m[2].str()));
+            }
+        } else if (std::regex_search(line, m, evaluated)) {
+            const int cluster = std::stoi(m[2].str());
+            const double acc = std::stod(m[4].str()) / 100;
+            if (m[1].str() == "done:")
+                finalAccuracy[cluster] = acc;
+            if (acc >= kSwarmBenchTarget && !reached.count(cluster))
+                reached[cluster] = std::stoll(m[3].str());
+        }
+        if (line.find("error") != std::string::npos)
+            std::printf("    [%s] %s\n", who.c_str(), line.c_str());
+    });
+    swarm.start();
+    while (swarm.poll(std::chrono::milliseconds(200))) { }
+    swarm.stop();
+    ::unsetenv("ROOKERY_WAN_EMULATION");
+    for (int code : swarm.nodeExitCodes())
+        if (code != 0)
+            throw Error("a node of the swarm failed (exit status " + std::to_string(code) + ")");
+    if (!start || !end)
+        throw Error("the swarm printed no progress");
+    // The clock starts at the first step reported, so registration and planning are out.
+    const double samples = double(steps * kSwarmBenchBatch * spec.clusters());
+    o.samplesPerSecond = samples / std::chrono::duration<double>(*end - *start).count();
+    for (const auto &[who, bytes] : ringBytes)
+        o.ringBytes += bytes;
+    for (const auto &[who, bytes] : wireBytes)
+        o.wireBytes += bytes;
+    o.bytesPerSample = double(o.ringBytes) / samples;
+    if (int(reached.size()) == spec.clusters()) { // the swarm's samples when its last cluster got there
+        int64_t step = 0;
+        for (const auto &[cluster, at] : reached)
+            step = std::max(step, at);
+        o.samplesToTarget = step * kSwarmBenchBatch * spec.clusters();
+    }
+    if (!finalAccuracy.empty()) { // the worst cluster's
+        o.finalAccuracy = 1;
+        for (const auto &[cluster, acc] : finalAccuracy)
+            o.finalAccuracy = std::min(o.finalAccuracy, acc);
+    }
+    return o;
+}
+
+} // namespace rookery::bench

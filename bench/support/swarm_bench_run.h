@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace rookery::bench {
+
+/// One MLP swarm of node processes on loopback (rookery-local-swarm's launcher): its
+/// size, its links and how its clusters average. Clusters are of two stages.
+struct SwarmBenchSpec
+{
+    int rttMs = 0; ///< the WAN emulation's round trip (ROOKERY_WAN_EMULATION)
+    int nodes = 2; ///< 2: one pipeline; 4: the 2x2 swarm
+    int64_t averagingInterval = 10;
+    double outerLearningRate = 1; ///< 1 and 0: plain averaging
+    double outerMomentum = 0;
+    bool overlap = false;             ///< rounds beside training (--overlap-averaging)
+    std::string compression = "none"; ///< the nodes' --peer-compression
+    double rateMbit = 50;             ///< the emulated links' cap; 0 with rttMs 0: no emulation at all
+    int64_t seed = 1;                 ///< the run's seed (initial weights, data order)
+    int clusters() const { return nodes / 2; }
+};
+
+struct SwarmBenchOutcome
+{
+    double samplesPerSecond = 0; ///< of the whole swarm, from its first step to its last
+    int window = 0;              ///< the root's last reported window
+    double staleness = 0;
+    double finalAccuracy = -1;    ///< the worst cluster's
+    int64_t samplesToTarget = -1; ///< the swarm's samples when its last cluster reached 85%; -1: not
+    uint64_t ringBytes = 0;       ///< ring values sent, all nodes
+    double bytesPerSample = 0;    ///< ringBytes over the samples the swarm trained
+    uint64_t wireBytes = 0;       ///< everything the nodes sent to peers (their progress lines' figure)
+};
+
+constexpr int64_t kSwarmBenchBatch = 64;
+constexpr double kSwarmBenchTarget = 0.85;
+
+/// Runs the swarm for `steps` per cluster, each cluster's root testing every `evalEvery`
+/// steps, in `work` (made and left for the caller to remove). Throws rookery::Error
+/// when a node fails or nothing was trained.
+SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64_t evalEvery,
+                                const std::filesystem::path &work);
+
+} // namespace rookery::bench
