@@ -68,9 +68,9 @@ int main(int argc, char **argv)
                         "nodes checkpoint at most every S seconds (their --checkpoint-seconds; default 20; 0: "
                         "every 50 steps)")
         ->default_str("");
-    std::string peerCompression = "none";
+    std::string peerCompression = "bf16";
     cli::addChoice(p, "--peer-compression", peerCompression, {"none", "fp16", "bf16"},
-                   "tensors between the nodes as 16-bit values (their --peer-compression)");
+                   "how activations and gradients travel between the nodes (their --peer-compression)");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
     p.add_flag("--no-straggler-check", noStragglers,
                "the coordinator never re-cuts a cluster around a stage much slower than its peers (its "
@@ -120,8 +120,7 @@ int main(int argc, char **argv)
     s.nodeArgs = {"--max-cores", std::to_string(cores), "--cpu-percent", std::to_string(cpuPercent)};
     if (checkpointSeconds >= 0)
         s.nodeArgs.insert(s.nodeArgs.end(), {"--checkpoint-seconds", std::to_string(checkpointSeconds)});
-    if (peerCompression != "none")
-        s.nodeArgs.insert(s.nodeArgs.end(), {"--peer-compression", peerCompression});
+    s.nodeArgs.insert(s.nodeArgs.end(), {"--peer-compression", peerCompression});
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
     if (noStragglers)

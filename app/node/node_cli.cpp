@@ -43,8 +43,9 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
     cli::addNumber(p, "--relay-mbit", o.relayMbit, 0, 100000, "MBIT",
                    "swarm: with --serve-relay, cap each relayed pair to this many Mbit/s each way (0: no cap)");
     cli::addChoice(p, "--peer-compression", o.peerCompression, {"none", "fp16", "bf16"},
-                   "swarm: send tensors over the peer links this node dials as 16-bit values, half the bytes "
-                   "(for slow uplinks; docs/benchmarks.md, bench_wan)");
+                   "swarm: how activations and gradients travel over the peer links this node dials: bf16 "
+                   "(16-bit values, half the bytes, no accuracy lost in docs/benchmarks.md, bench_compression), "
+                   "fp16, or none (float32)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
     cli::addWholeNumber(p, "--checkpoint-seconds", o.checkpointSeconds, 0, 86400, "S",
                         "swarm: checkpoint at most every S seconds (and every --checkpoint-every steps); a crash "

@@ -25,7 +25,7 @@ struct NodeOptions
     int port = 0;
     int serveRelay = 0;                   ///< swarm: run a relay for other volunteers on this port; 0: none
     double relayMbit = 0;                 ///< swarm: its rate per pair and direction, Mbit/s; 0: no cap
-    std::string peerCompression = "none"; ///< swarm: none, fp16 or bf16 on the links it dials
+    std::string peerCompression = "bf16"; ///< swarm: none, fp16 or bf16 on the links it dials
     bool stay = false;                    ///< swarm: stay in the swarm after the run is complete
     int checkpointSeconds = -1;           ///< swarm: checkpoints at least this many seconds apart; -1: the default
     int statusPort = 0;                   ///< swarm: the coordinator's status API port; 0: the coordinator's + 1

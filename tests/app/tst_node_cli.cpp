@@ -122,17 +122,17 @@ private Q_SLOTS:
         QCOMPARE(o.local.checkpointEvery, int64_t(-1));
         QCOMPARE(o.local.evalEvery, int64_t(-1));
         QCOMPARE(o.checkpointSeconds, -1);
-        QCOMPARE(o.peerCompression, std::string("none"));
+        QCOMPARE(o.peerCompression, std::string("bf16")); // the default
 
         NodeOptions given;
         r = parse({"--join", "wss://h:1/#sha256=ab", "--checkpoint-every", "10", "--eval-every", "0",
-                   "--checkpoint-seconds", "0", "--peer-compression", "bf16"},
+                   "--checkpoint-seconds", "0", "--peer-compression", "none"},
                   &given);
         QVERIFY2(r.run, r.error.c_str());
         QCOMPARE(given.local.checkpointEvery, int64_t(10));
         QCOMPARE(given.local.evalEvery, int64_t(0));
         QCOMPARE(given.checkpointSeconds, 0);
-        QCOMPARE(given.peerCompression, std::string("bf16"));
+        QCOMPARE(given.peerCompression, std::string("none"));
         // A swarm setting: not without --join.
         NodeOptions local;
         r = parse({"--checkpoint-seconds", "5"}, &local);
