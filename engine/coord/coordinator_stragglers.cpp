@@ -86,8 +86,8 @@ void Coordinator::Impl::checkStragglers(Clock::time_point now)
         changed = true;
         // A warning, so that an operator watching the console sees the swarm change.
         log::warning(kArea, "straggler: node " + s.nodeId.substr(0, 12) + " runs at " + factor +
-                             " of the speed of the others holding its layers; re-cutting cluster " +
-                             std::to_string(change.changedClusters.front()) + " to move layers away from it");
+                                " of the speed of the others holding its layers; re-cutting cluster " +
+                                std::to_string(change.changedClusters.front()) + " to move layers away from it");
     }
     if (!changed)
         return;
