@@ -131,4 +131,16 @@ inline std::optional<host::EngineSnapshot> nodeStatus(const std::filesystem::pat
     }
 }
 
+/// A node's step from its control API; a busy node may miss one request, so it is asked
+/// up to 5 times. -1 when it never answered.
+inline int64_t nodeStep(const std::filesystem::path &nodeDir)
+{
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        if (const auto s = nodeStatus(nodeDir))
+            return s->training.step;
+        QTest::qWait(200);
+    }
+    return -1;
+}
+
 } // namespace rookery::test

@@ -102,16 +102,7 @@ private Q_SLOTS:
         QCOMPARE(mine.size(), size_t(2));
         QCOMPARE(others.size(), size_t(2));
         QVERIFY(otherRoot != 0);
-        // A node's step from its control API; a busy node may miss one request, so it is
-        // asked up to 5 times.
-        const auto stepOf = [&](int node) {
-            for (int attempt = 0; attempt < 5; ++attempt) {
-                if (const auto s = test::nodeStatus(work / ("node-" + std::to_string(node))))
-                    return s->training.step;
-                QTest::qWait(200);
-            }
-            return int64_t(-1);
-        };
+        const auto stepOf = [&](int node) { return test::nodeStep(work / ("node-" + std::to_string(node))); };
         const auto skippedBy = [&](const std::vector<int> &which) {
             int64_t n = 0;
             for (int i : which)

@@ -100,14 +100,7 @@ private Q_SLOTS:
         qInfo("node %d (layers [%d,%d)) becomes the straggler; its partner is node %d", straggler, layersBefore->first,
               layersBefore->second, partner);
 
-        const auto stepOf = [&](int node) {
-            for (int attempt = 0; attempt < 5; ++attempt) {
-                if (const auto s = test::nodeStatus(work / ("node-" + std::to_string(node))))
-                    return s->training.step;
-                QTest::qWait(200);
-            }
-            return int64_t(-1);
-        };
+        const auto stepOf = [&](int node) { return test::nodeStep(work / ("node-" + std::to_string(node))); };
         // The cluster's steps a second over `seconds`.
         const auto rate = [&](std::chrono::seconds seconds) {
             const auto t0 = Clock::now();
