@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
-#include <limits>
 #include <mutex>
 
 #include <boost/asio/post.hpp>
@@ -176,48 +175,31 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             log::warning(kArea, "could not queue the registration on " + l->describe());
     }
 
-    // The upload probe (docs/protocol.md, "Upload probe"): frames of meaningless bytes,
-    // each answered, at most kProbeWindow of them unanswered; the rate is timed from
-    // answers after the first third to the last, once TCP's window has opened, so neither
-    // the round trip nor slow start is counted. The window keeps a slow uplink from queueing the whole
-    // probe ahead of the registration (384 KiB take 8 s at 50 KB/s, inside the
-    // coordinator's 10 s for a first message); it caps what can be measured at 384 KiB
-    // per round trip: 3.9 MB/s at 100 ms, 19 MB/s at 20 ms.
+    // The upload probe (docs/protocol.md, "BandwidthProbe"): frames of meaningless bytes,
+    // each answered; the rate is timed over the answers to the second half, once TCP's
+    // window has opened, so neither the round trip nor slow start is counted.
     static constexpr uint64_t kProbeFrameBytes = 48u << 10;
-    static constexpr uint64_t kProbeWindow = 8;
-
-    static TensorBuffer probePayload()
-    {
-        static const auto bytes = std::make_shared<std::vector<uint8_t>>(kProbeFrameBytes, uint8_t(0x5a));
-        TensorBuffer t;
-        t.dtype = DType::UInt8;
-        t.shape = {int64_t(kProbeFrameBytes)};
-        t.owner = bytes;
-        t.data = bytes->data();
-        t.bytes = bytes->size();
-        return t;
-    }
-
-    // Sends the probe's next frame; false when it could not be queued.
-    bool sendProbeFrame(const std::shared_ptr<net::Link> &l, uint64_t id)
-    {
-        return l->send(net::BandwidthProbe{id, true, probePayload()}) == net::SendResult::Queued;
-    }
 
     void startProbe(const std::shared_ptr<net::Link> &l, uint64_t gen)
     {
         const uint64_t frames = std::clamp<uint64_t>(config.probeBytes / kProbeFrameBytes, 2, 21);
+        static const auto payload = std::make_shared<std::vector<uint8_t>>(kProbeFrameBytes, uint8_t(0x5a));
+        TensorBuffer t;
+        t.dtype = DType::UInt8;
+        t.shape = {int64_t(kProbeFrameBytes)};
+        t.owner = payload;
+        t.data = payload->data();
+        t.bytes = payload->size();
         uint64_t id;
         {
             std::lock_guard lock(mutex);
             probed = true;
             probeFrames = frames;
-            probeSent = std::min(frames, kProbeWindow);
             probeAnswers.clear();
             id = ++probeId;
         }
-        for (uint64_t i = 0; i < std::min(frames, kProbeWindow); ++i) {
-            if (!sendProbeFrame(l, id)) {
+        for (uint64_t i = 0; i < frames; ++i) {
+            if (l->send(net::BandwidthProbe{id, true, t}) != net::SendResult::Queued) {
                 log::warning(kArea, "could not queue the upload probe; registering without it");
                 return finishProbe(l, gen, false);
             }
@@ -233,22 +215,16 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
 
     void onProbeReply(const std::shared_ptr<net::Link> &l, const net::BandwidthProbeReply &r)
     {
-        uint64_t gen, id;
-        bool done, more;
+        uint64_t gen;
+        bool done;
         {
             std::lock_guard lock(mutex);
             if (r.probeId != probeId || probeDone)
                 return;
             probeAnswers.emplace_back(r.bytesReceived, Clock::now());
             done = probeAnswers.size() >= probeFrames;
-            more = !done && probeSent < probeFrames;
-            if (more)
-                ++probeSent;
             gen = generation;
-            id = probeId;
         }
-        if (more && !sendProbeFrame(l, id))
-            return finishProbe(l, gen, false);
         if (done)
             finishProbe(l, gen, true);
     }
@@ -262,17 +238,10 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             probeDone = true;
             const size_t n = probeAnswers.size();
             if (complete && n >= 2) {
-                // From each answer between the first third and the half to the last: the
-                // least of those rates, because an answer the coordinator sent late (it
-                // was busy) shortens the time after it and would read as a faster link.
-                const auto &[bn, tn] = probeAnswers[n - 1];
-                double rate = std::numeric_limits<double>::infinity();
-                for (size_t k = std::max<size_t>(n / 3, 1) - 1; k + 1 < n && k <= n / 2; ++k) {
-                    const auto &[bk, tk] = probeAnswers[k];
-                    const double seconds = std::max(std::chrono::duration<double>(tn - tk).count(), 1e-6);
-                    rate = std::min(rate, double(bn - bk) / seconds);
-                }
-                measuredUpload = rate;
+                const auto &[b0, t0] = probeAnswers[n / 2 - 1];
+                const auto &[b1, t1] = probeAnswers[n - 1];
+                const double seconds = std::max(std::chrono::duration<double>(t1 - t0).count(), 1e-6);
+                measuredUpload = double(b1 - b0) / seconds;
                 stats.measuredUploadBytesPerSecond = measuredUpload;
             }
         }
@@ -588,7 +557,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     CoordinatorClientStats stats;
     // The upload probe: once per client, on the first link to a coordinator that takes it.
     bool probed = false, probeDone = false;
-    uint64_t probeId = 0, probeFrames = 0, probeSent = 0;
+    uint64_t probeId = 0, probeFrames = 0;
     std::vector<std::pair<uint64_t, Clock::time_point>> probeAnswers; ///< bytes received, when answered
     double measuredUpload = 0;
 };

@@ -30,8 +30,7 @@ struct CoordinatorClientConfig
     /// to the coordinator's default when there is none.
     double uploadBytesPerSecond = 0;
     /// Bytes of BandwidthProbe sent to a coordinator that takes them, before the first
-    /// registration (docs/protocol.md), in frames of 48 KiB: at most 21 of them
-    /// (1,008 KiB). 0: no probe.
+    /// registration (docs/protocol.md): at most 1 MiB. 0: no probe.
     uint64_t probeBytes = 0;
     std::chrono::milliseconds probeTimeout{5000}; ///< registers without a measurement after this
     /// What the volunteer allows (its governor's caps), as the coordinator is told them.

@@ -19,8 +19,8 @@ namespace rookery::coord {
 class ProbeTally
 {
 public:
-    /// A node probes with 1,008 KiB (21 frames of 48 KiB, CoordinatorClientConfig::probeBytes);
-    /// a link may send 1 MiB and 64 KiB.
+    /// A node probes with 768 KiB (CoordinatorClientConfig::probeBytes); a link may send
+    /// 1 MiB and 64 KiB.
     static constexpr uint64_t kMaxBytesPerLink = (uint64_t(1) << 20) + (uint64_t(64) << 10);
 
     struct Outcome

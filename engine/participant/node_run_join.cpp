@@ -116,7 +116,7 @@ void NodeRun::join()
     cc.profileJson = m_prepared.profileJson;
     // Honest capacities: the upload is measured to the coordinator through the governor's
     // cap, and the caps go with the registration (the profile is within them already).
-    cc.probeBytes = 21 * (48u << 10);
+    cc.probeBytes = 768u << 10;
     cc.upload = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &m_node.governor->uploadLimiter());
     cc.caps = nodeCaps(s.governor);
     if (s.relayPort)
