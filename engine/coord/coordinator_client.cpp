@@ -55,7 +55,6 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         , timer(strand)
         , retryTimer(strand)
         , renewTimer(strand)
-        , probeTimer(strand)
         , config(std::move(c))
         , identity(std::move(id))
         , events(std::move(e))
@@ -82,7 +81,6 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         lc.role = net::NodeRole::Node;
         lc.limits = coordinatorLinkLimits();
         lc.handshakeTimeout = config.handshakeTimeout;
-        lc.upload = config.upload;
         auto dc = net::coordinatorDialConfig(
             config.address, {identity.selfSignedCertificate(), identity.privateKeyPem(), ""}, std::move(lc));
         dc.initialBackoff = config.initialBackoff;
@@ -131,129 +129,26 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     {
         if (!isCurrent(l, serial))
             return l->close("replaced by a newer connection");
-        const auto &features = l->peer().features;
-        const bool takesProbes =
-            std::find(features.begin(), features.end(), net::kFeatureBandwidthProbe) != features.end();
-        uint64_t gen;
-        bool probe;
+        net::Register r;
         {
             std::lock_guard lock(mutex);
             connected = true;
             registered = false;
-            gen = ++generation;
-            probe = config.probeBytes > 0 && config.uploadBytesPerSecond == 0 && !probed && takesProbes;
-        }
-        notify(&CoordinatorClientEvents::connection, true);
-        if (probe)
-            return startProbe(l, gen);
-        sendRegister(l, gen);
-    }
-
-    void sendRegister(const std::shared_ptr<net::Link> &l, uint64_t gen)
-    {
-        net::Register r;
-        {
-            std::lock_guard lock(mutex);
-            if (gen != generation || stopped)
-                return;
-            double upload = config.uploadBytesPerSecond > 0 ? config.uploadBytesPerSecond : measuredUpload;
-            if (config.caps.uploadCapBytesPerSecond > 0 && upload > 0)
-                upload = std::min(upload, double(config.caps.uploadCapBytesPerSecond));
+            ++generation;
             r = {config.name,
                  config.listenAddress,
                  config.profileJson,
                  randomNonce(),
                  nowMs(),
                  std::string("rookery ") + kVersion,
-                 upload,
+                 config.uploadBytesPerSecond,
                  identity.publicKeyPem(),
                  config.relayPort,
-                 config.address.invite,
-                 config.caps};
+                 config.address.invite};
         }
         if (l->send(r) != net::SendResult::Queued)
             log::warning(kArea, "could not queue the registration on " + l->describe());
-    }
-
-    // The upload probe (docs/protocol.md, "BandwidthProbe"): frames of meaningless bytes,
-    // each answered; the rate is timed over the answers to the second half, once TCP's
-    // window has opened, so neither the round trip nor slow start is counted.
-    static constexpr uint64_t kProbeFrameBytes = 48u << 10;
-
-    void startProbe(const std::shared_ptr<net::Link> &l, uint64_t gen)
-    {
-        const uint64_t frames = std::clamp<uint64_t>(config.probeBytes / kProbeFrameBytes, 2, 21);
-        static const auto payload = std::make_shared<std::vector<uint8_t>>(kProbeFrameBytes, uint8_t(0x5a));
-        TensorBuffer t;
-        t.dtype = DType::UInt8;
-        t.shape = {int64_t(kProbeFrameBytes)};
-        t.owner = payload;
-        t.data = payload->data();
-        t.bytes = payload->size();
-        uint64_t id;
-        {
-            std::lock_guard lock(mutex);
-            probed = true;
-            probeFrames = frames;
-            probeAnswers.clear();
-            id = ++probeId;
-        }
-        for (uint64_t i = 0; i < frames; ++i) {
-            if (l->send(net::BandwidthProbe{id, true, t}) != net::SendResult::Queued) {
-                log::warning(kArea, "could not queue the upload probe; registering without it");
-                return finishProbe(l, gen, false);
-            }
-        }
-        asio::post(strand, [self = shared_from_this(), l, gen] {
-            self->probeTimer.expires_after(self->config.probeTimeout);
-            self->probeTimer.async_wait([self, l, gen](boost::system::error_code ec) {
-                if (!ec)
-                    self->finishProbe(l, gen, false);
-            });
-        });
-    }
-
-    void onProbeReply(const std::shared_ptr<net::Link> &l, const net::BandwidthProbeReply &r)
-    {
-        uint64_t gen;
-        bool done;
-        {
-            std::lock_guard lock(mutex);
-            if (r.probeId != probeId || probeDone)
-                return;
-            probeAnswers.emplace_back(r.bytesReceived, Clock::now());
-            done = probeAnswers.size() >= probeFrames;
-            gen = generation;
-        }
-        if (done)
-            finishProbe(l, gen, true);
-    }
-
-    void finishProbe(const std::shared_ptr<net::Link> &l, uint64_t gen, bool complete)
-    {
-        {
-            std::lock_guard lock(mutex);
-            if (probeDone)
-                return;
-            probeDone = true;
-            const size_t n = probeAnswers.size();
-            if (complete && n >= 2) {
-                const auto &[b0, t0] = probeAnswers[n / 2 - 1];
-                const auto &[b1, t1] = probeAnswers[n - 1];
-                const double seconds = std::max(std::chrono::duration<double>(t1 - t0).count(), 1e-6);
-                measuredUpload = double(b1 - b0) / seconds;
-                stats.measuredUploadBytesPerSecond = measuredUpload;
-            }
-        }
-        asio::post(strand, [self = shared_from_this()] { self->probeTimer.cancel(); });
-        if (complete)
-            log::info(kArea, "measured this node's upload to the coordinator: " +
-                                 std::to_string(int64_t(measuredUpload / 1024)) + " KiB/s");
-        else
-            log::warning(kArea, "the upload probe did not finish within " +
-                                    std::to_string(config.probeTimeout.count()) +
-                                    " ms; registering without a measured upload");
-        sendRegister(l, gen);
+        notify(&CoordinatorClientEvents::connection, true);
     }
 
     void onMessage(const std::shared_ptr<net::Link> &l, net::Message &&m, uint64_t serial)
@@ -262,8 +157,6 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             return;
         if (auto *reply = std::get_if<net::RegisterReply>(&m))
             return onRegistered(l, *reply);
-        if (auto *probe = std::get_if<net::BandwidthProbeReply>(&m))
-            return onProbeReply(l, *probe);
         if (auto *update = std::get_if<net::AssignmentUpdate>(&m))
             return onAssignment(fromWire(update->assignment));
         if (auto *ack = std::get_if<net::HeartbeatAck>(&m))
@@ -529,7 +422,6 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     asio::steady_timer timer;
     asio::steady_timer retryTimer;       ///< after the coordinator asked to wait (Limited)
     asio::steady_timer renewTimer;       ///< registers again before this node's certificate expires
-    asio::steady_timer probeTimer;       ///< the upload probe's deadline
     std::shared_ptr<net::Link> renewing; ///< the link a renewal replaces, until the new one registers
     const CoordinatorClientConfig config;
     const net::Identity identity;
@@ -555,11 +447,6 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     uint64_t seq = 0;
     std::deque<std::pair<uint64_t, Clock::time_point>> inflight;
     CoordinatorClientStats stats;
-    // The upload probe: once per client, on the first link to a coordinator that takes it.
-    bool probed = false, probeDone = false;
-    uint64_t probeId = 0, probeFrames = 0;
-    std::vector<std::pair<uint64_t, Clock::time_point>> probeAnswers; ///< bytes received, when answered
-    double measuredUpload = 0;
 };
 
 CoordinatorClient::CoordinatorClient(net::NetContext &context, CoordinatorClientConfig config, net::Identity identity,

@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 
-#include "engine/common/token_bucket.h"
 #include "engine/coord/assignment.h"
 #include "engine/net/coordinator_address.h"
 #include "engine/net/identity.h"
@@ -25,19 +24,8 @@ struct CoordinatorClientConfig
     /// "host:port" of this node's peer listener. An empty or wildcard host ("0.0.0.0:7402",
     /// ":7402") means "the address my coordinator link comes from".
     std::string listenAddress;
-    std::string profileJson; ///< device::toJson(CapabilityProfile)
-    /// This node's upload, if known already; 0: measured with the probe below, or left
-    /// to the coordinator's default when there is none.
-    double uploadBytesPerSecond = 0;
-    /// Bytes of BandwidthProbe sent to a coordinator that takes them, before the first
-    /// registration (docs/protocol.md): at most 1 MiB. 0: no probe.
-    uint64_t probeBytes = 0;
-    std::chrono::milliseconds probeTimeout{5000}; ///< registers without a measurement after this
-    /// What the volunteer allows (its governor's caps), as the coordinator is told them.
-    net::NodeCaps caps;
-    /// The governor's upload cap, shared with the peer links (null: unlimited). The probe
-    /// goes through it, so the upload measured is within the cap.
-    std::shared_ptr<TokenBucket> upload;
+    std::string profileJson;         ///< device::toJson(CapabilityProfile)
+    double uploadBytesPerSecond = 0; ///< measured upload; 0 = unknown (the coordinator assumes a default)
     /// This node runs a relay for other volunteers on this port (it opted in, and the
     /// coordinator may send pairs to it while it can be dialled); 0: none.
     uint16_t relayPort = 0;
@@ -86,8 +74,6 @@ struct CoordinatorClientStats
     std::chrono::microseconds lastRoundTrip{0};
     /// The heartbeat interval the coordinator asked for last (0 before registering).
     std::chrono::milliseconds heartbeatInterval{0};
-    /// The upload the probe measured, bytes per second; 0 when it did not run or failed.
-    double measuredUploadBytesPerSecond = 0;
 };
 
 /// A node's link to its coordinator: registers on every (re)connection with the same

@@ -278,7 +278,7 @@ std::vector<NodeStatus> NodeRegistry::snapshot() const
                                 : std::max<int64_t>(0, nowMs() - r->lastSeenMs);
         out.push_back({id, r->name, r->listenAddress, r->software, r->presence, r->reachability, r->reachabilityNote,
                        r->capacity, r->assumedBandwidth, a.state, a.version, a.cluster, a.stage, a.firstLayer,
-                       a.lastLayer, r->report, ago, r->heartbeats, r->caps});
+                       a.lastLayer, r->report, ago, r->heartbeats});
     }
     return out;
 }

@@ -15,7 +15,6 @@
 #include "engine/coord/address_limits.h"
 #include "engine/coord/assignment.h"
 #include "engine/coord/coordinator_store.h"
-#include "engine/coord/probe_tally.h"
 #include "engine/coord/registration_check.h"
 #include "engine/net/certificate_authority.h"
 #include "engine/net/link.h"
@@ -94,7 +93,6 @@ struct NodeStatus
     NodeReport report;
     int64_t lastSeenMsAgo = 0;
     uint64_t heartbeats = 0;
-    net::NodeCaps caps; ///< what its volunteer allows, as it registered
 };
 
 struct RegistryCounters
@@ -248,7 +246,6 @@ private:
     /// a restart; their keys are).
     std::set<std::string> m_bannedHosts;
     net::BanList m_banned; // quarantined node ids, pushed to every node (newest last)
-    ProbeTally m_probes;   // BandwidthProbe bytes per link
 };
 
 } // namespace rookery::coord

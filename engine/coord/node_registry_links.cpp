@@ -27,17 +27,6 @@ void NodeRegistry::opened(const std::shared_ptr<net::Link> &link)
 void NodeRegistry::message(const std::shared_ptr<net::Link> &link, net::Message &&message)
 {
     Outbox out;
-    if (auto *probe = std::get_if<net::BandwidthProbe>(&message)) {
-        // Not yet "spoke": probes alone do not keep a link from the timeout for silent ones.
-        std::lock_guard lock(m_mutex);
-        auto outcome = m_probes.add(link.get(), *probe);
-        if (!outcome.refusal.empty())
-            refuse(link, net::CoordinatorErrorCode::BadRequest, outcome.refusal, out);
-        else if (outcome.reply)
-            out.send(link, net::Message(*outcome.reply));
-        out.flush();
-        return;
-    }
     {
         // It spoke: registered, refused or closed below, so the timeout for silent links
         // is done with it (a busy coordinator may take longer than that to register it).
@@ -178,7 +167,6 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
     const bool moved = !fresh && rec.listenAddress != c.listenAddress;
     rec.name = c.name.empty() ? "node-" + shortId(nodeId) : c.name;
     rec.listenAddress = c.listenAddress;
-    rec.caps = r.caps;
     rec.profileJson = r.profileJson;
     rec.software = r.software;
     rec.certificatePem = certificate;
@@ -318,7 +306,6 @@ void NodeRegistry::closed(const std::shared_ptr<net::Link> &link)
 {
     std::lock_guard lock(m_mutex);
     m_unregistered.erase(link.get());
-    m_probes.forget(link.get());
     if (const auto host = m_linkHost.find(link.get()); host != m_linkHost.end()) {
         m_limits.nodeUnlinked(host->second);
         m_linkHost.erase(host);

@@ -43,7 +43,6 @@ struct NodeRegistry::Record
     double uploadBytesPerSecond = 0;
     swarm::Capacity capacity;
     bool assumedBandwidth = false;
-    net::NodeCaps caps; ///< as it registered (not stored: nodes register again after a restart)
     Presence presence = Presence::Online;
     Reachability reachability = Reachability::Unknown;
     std::string reachabilityNote;

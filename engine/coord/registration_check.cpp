@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/coord/registration_check.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "engine/common/error.h"
@@ -96,9 +95,6 @@ CheckedRegistration checkRegistration(const net::Register &r, const std::string 
         badRequest("the registration nonce must be 16 bytes, not " + std::to_string(r.nonce.size()));
     if (!(r.uploadBytesPerSecond >= 0) || !std::isfinite(r.uploadBytesPerSecond))
         badRequest("upload_bytes_per_second must be a positive number or 0 (unknown)");
-    if (r.caps.cpuPercent > 100)
-        badRequest("caps.cpu_percent is a share of the allowed cores' time, at most 100, not " +
-                   std::to_string(r.caps.cpuPercent));
     CheckedRegistration out;
     out.name = checkName(r.name);
     out.listenAddress = checkListenAddress(r.listenAddress, remoteAddress);
@@ -109,10 +105,6 @@ CheckedRegistration checkRegistration(const net::Register &r, const std::string 
     } catch (const Error &e) {
         badRequest(std::string("the capability profile is malformed: ") + e.what());
     }
-    // The node reports an upload within its cap already; one that did not is held to it.
-    if (r.caps.uploadCapBytesPerSecond > 0)
-        out.capacity.bandwidthBytesPerSecond =
-            std::min(out.capacity.bandwidthBytesPerSecond, double(r.caps.uploadCapBytesPerSecond));
     if (!(out.capacity.gflops > 0) || !std::isfinite(out.capacity.gflops))
         badRequest("the capability profile has no measured compute (gflops_all_threads is " +
                    std::to_string(out.capacity.gflops) + ")");

@@ -68,10 +68,6 @@ json nodeJson(const NodeStatus &n, StatusView view)
         j["memory_bytes"] = n.capacity.memoryBytes;
         j["upload_bytes_per_second"] = n.capacity.bandwidthBytesPerSecond;
         j["upload_assumed"] = n.assumedBandwidth;
-        j["caps"] = {{"max_cores", n.caps.maxCores},
-                     {"cpu_percent", n.caps.cpuPercent},
-                     {"memory_cap_bytes", n.caps.memoryCapBytes},
-                     {"upload_cap_bytes_per_second", n.caps.uploadCapBytesPerSecond}};
     }
     if (!n.reachabilityNote.empty())
         j["reachability_note"] = full ? n.reachabilityNote : redacted(n.reachabilityNote, n.address);

@@ -51,10 +51,7 @@ inline websocket::close_code closeCodeFor(WireError e)
                                                                            : websocket::close_code::protocol_error;
 }
 
-inline std::vector<std::string> ourFeatures()
-{
-    return {std::string(kFeatureFp16), std::string(kFeatureBf16), std::string(kFeatureBandwidthProbe)};
-}
+inline std::vector<std::string> ourFeatures() { return {std::string(kFeatureFp16), std::string(kFeatureBf16)}; }
 
 inline std::string software() { return "rookery " + std::string(rookery::kVersion); }
 

@@ -28,8 +28,6 @@ Compression compressionFromName(std::string_view name);
 /// Feature names a Hello may list (docs/protocol.md, "Features").
 inline constexpr std::string_view kFeatureFp16 = "compress-fp16";
 inline constexpr std::string_view kFeatureBf16 = "compress-bf16";
-/// This side knows BandwidthProbe: a coordinator that lists it answers probes.
-inline constexpr std::string_view kFeatureBandwidthProbe = "bandwidth-probe";
 
 /// Why a Goodbye was sent.
 enum class GoodbyeCode : uint8_t { Normal = 0, ShuttingDown = 1, VersionMismatch = 2, Refused = 3, ProtocolError = 4 };
@@ -205,16 +203,6 @@ struct RunInfo
     bool operator==(const RunInfo &) const = default;
 };
 
-/// A volunteer's caps (Register.caps); 0 in a field: no cap.
-struct NodeCaps
-{
-    uint32_t maxCores = 0;
-    uint32_t cpuPercent = 0; ///< 1..100; 0: not capped
-    uint64_t memoryCapBytes = 0;
-    uint64_t uploadCapBytesPerSecond = 0;
-    bool operator==(const NodeCaps &) const = default;
-};
-
 struct Register
 {
     std::string name;
@@ -227,7 +215,6 @@ struct Register
     std::string publicKeyPem; ///< must be the key of the link's certificate
     uint16_t relayPort = 0;   ///< this node runs a relay for others on this port; 0: none
     std::string invite;       ///< the join token (invite-only coordinators, new keys)
-    NodeCaps caps;            ///< the profile and upload above are already within them
     bool operator==(const Register &) const = default;
 };
 
@@ -346,22 +333,6 @@ enum class CoordinatorErrorCode : uint8_t {
     Banned = 9,     ///< quarantined for the run: its peers refused its values
 };
 
-/// Bytes of no meaning that a node sends its coordinator to measure its upload, before
-/// it registers (docs/protocol.md, "Coordinator messages").
-struct BandwidthProbe
-{
-    uint64_t probeId = 0;
-    bool answer = false;  ///< answer this frame with a BandwidthProbeReply
-    TensorBuffer payload; ///< UInt8, one dimension
-};
-
-struct BandwidthProbeReply
-{
-    uint64_t probeId = 0;
-    uint64_t bytesReceived = 0; ///< payload bytes of this probe id on this link
-    bool operator==(const BandwidthProbeReply &) const = default;
-};
-
 /// A request was refused; the coordinator closes the link after sending it.
 struct CoordinatorError
 {
@@ -371,10 +342,9 @@ struct CoordinatorError
 };
 
 /// Every message a link carries.
-using Message =
-    std::variant<Hello, HelloAck, Ping, Pong, Goodbye, Activations, Gradients, RingChunk, WeightsRequest, WeightsReply,
-                 StageError, Register, RegisterReply, Heartbeat, HeartbeatAck, AssignmentUpdate, Leave,
-                 CoordinatorError, RelayRequest, RelayGrant, RelayExpect, BanList, BandwidthProbe, BandwidthProbeReply>;
+using Message = std::variant<Hello, HelloAck, Ping, Pong, Goodbye, Activations, Gradients, RingChunk, WeightsRequest,
+                             WeightsReply, StageError, Register, RegisterReply, Heartbeat, HeartbeatAck,
+                             AssignmentUpdate, Leave, CoordinatorError, RelayRequest, RelayGrant, RelayExpect, BanList>;
 
 /// "Activations", "Hello", ...
 std::string_view messageName(const Message &message);

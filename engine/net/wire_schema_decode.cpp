@@ -115,9 +115,6 @@ std::vector<InTensor> tensorDescriptors(const wire::Envelope &env, std::string &
     case E::kRingChunk:
         required(env.ring_chunk().has_tensor(), env.ring_chunk().tensor(), "ring chunk");
         break;
-    case E::kBandwidthProbe:
-        required(env.bandwidth_probe().has_payload(), env.bandwidth_probe().payload(), "probe payload");
-        break;
     case E::kWeightsReply:
         for (const auto &n : env.weights_reply().tensors())
             if (!required(n.has_tensor(), n.tensor(), "weight"))
@@ -201,9 +198,7 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
                         r.upload_bytes_per_second(),
                         r.public_key_pem(),
                         uint16_t(r.relay_port()),
-                        r.invite(),
-                        NodeCaps{r.caps().max_cores(), r.caps().cpu_percent(), r.caps().memory_cap_bytes(),
-                                 r.caps().upload_cap_bytes_per_second()}};
+                        r.invite()};
     }
     case E::kRegistrationReply: {
         const auto &r = env.registration_reply();
@@ -238,18 +233,6 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     case E::kBanList: {
         const auto &ids = env.ban_list().node_ids();
         return BanList{std::vector<std::string>(ids.begin(), ids.end())};
-    }
-    case E::kBandwidthProbe: {
-        const auto &p = env.bandwidth_probe();
-        if (t[0].dtype != DType::UInt8 || t[0].shape.size() != 1) {
-            reason = "a bandwidth probe's payload must be a one-dimensional uint8 tensor";
-            return std::nullopt;
-        }
-        return BandwidthProbe{p.probe_id(), p.answer(), std::move(t[0])};
-    }
-    case E::kBandwidthProbeReply: {
-        const auto &p = env.bandwidth_probe_reply();
-        return BandwidthProbeReply{p.probe_id(), p.bytes_received()};
     }
     case E::kCoordinatorError: {
         const auto &c = env.coordinator_error();

@@ -180,11 +180,6 @@ struct ToEnvelope
         r->set_public_key_pem(m.publicKeyPem);
         r->set_relay_port(m.relayPort);
         r->set_invite(m.invite);
-        auto *c = r->mutable_caps();
-        c->set_max_cores(m.caps.maxCores);
-        c->set_cpu_percent(m.caps.cpuPercent);
-        c->set_memory_cap_bytes(m.caps.memoryCapBytes);
-        c->set_upload_cap_bytes_per_second(m.caps.uploadCapBytesPerSecond);
     }
     void operator()(const RegisterReply &m)
     {
@@ -251,21 +246,6 @@ struct ToEnvelope
         auto *b = env.mutable_ban_list();
         for (const auto &id : m.nodeIds)
             b->add_node_ids(id);
-    }
-    void operator()(const BandwidthProbe &m)
-    {
-        auto *p = env.mutable_bandwidth_probe();
-        p->set_probe_id(m.probeId);
-        p->set_answer(m.answer);
-        if (m.payload.dtype != DType::UInt8 || m.payload.shape.size() != 1)
-            throw Error("a bandwidth probe's payload is a one-dimensional uint8 tensor");
-        tensor(m.payload, p->mutable_payload(), false, "probe payload");
-    }
-    void operator()(const BandwidthProbeReply &m)
-    {
-        auto *p = env.mutable_bandwidth_probe_reply();
-        p->set_probe_id(m.probeId);
-        p->set_bytes_received(m.bytesReceived);
     }
     void operator()(const CoordinatorError &m)
     {

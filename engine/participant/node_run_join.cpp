@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // NodeRun's way into the swarm: the coordinator link and its events, the relay this node
 // may offer other volunteers, and the peer mesh once registered.
-#include <algorithm>
 #include <utility>
 
 #include "engine/common/error.h"
@@ -13,22 +12,6 @@
 #include "engine/participant/testing_misbehaviour.h"
 
 namespace rookery::participant {
-namespace {
-
-// The caps the coordinator is told: those while the user is active, as the offered
-// profile uses (device::offeredProfile).
-net::NodeCaps nodeCaps(const device::GovernorSettings &g)
-{
-    const auto &l = g.whenActive;
-    net::NodeCaps c;
-    c.maxCores = uint32_t(std::max<int64_t>(0, l.maxCores));
-    c.cpuPercent = l.cpuPercent >= 100 ? 0 : uint32_t(std::max<int64_t>(0, l.cpuPercent));
-    c.memoryCapBytes = uint64_t(std::max<int64_t>(0, g.memoryCapMiB)) << 20;
-    c.uploadCapBytesPerSecond = uint64_t(std::max<int64_t>(0, l.uploadKiBps)) * 1024;
-    return c;
-}
-
-} // namespace
 
 using Clock = std::chrono::steady_clock;
 
@@ -114,11 +97,6 @@ void NodeRun::join()
         cc.listenAddress = m_routerPort->advertised(cc.listenAddress);
     }
     cc.profileJson = m_prepared.profileJson;
-    // Honest capacities: the upload is measured to the coordinator through the governor's
-    // cap, and the caps go with the registration (the profile is within them already).
-    cc.probeBytes = 768u << 10;
-    cc.upload = std::shared_ptr<TokenBucket>(std::shared_ptr<void>(), &m_node.governor->uploadLimiter());
-    cc.caps = nodeCaps(s.governor);
     if (s.relayPort)
         cc.relayPort = startRelay();
     m_client = std::make_unique<coord::CoordinatorClient>(m_net, cc, m_prepared.identity, coordinatorEvents());

@@ -96,8 +96,6 @@ struct TestNode
     std::vector<net::RelayGrant> grants;
     std::vector<net::RelayExpect> expects; ///< pairs its relay is told to expect
     std::vector<net::BanList> banLists;    ///< the coordinator's ban lists, as they came
-    /// Changes the client's configuration before it starts (a test's own settings).
-    std::function<void(coord::CoordinatorClientConfig &)> configure;
 
     // The client goes first: its callbacks write to the members above, and the
     // coordinator may push an assignment to it while it is being torn down.
@@ -128,8 +126,6 @@ struct TestNode
         c.relayPort = relayPort;
         c.initialBackoff = std::chrono::milliseconds(50);
         c.maxBackoff = std::chrono::milliseconds(400);
-        if (configure)
-            configure(c);
         coord::CoordinatorClientEvents e;
         e.registered = recordInto(registrations);
         e.assignmentChanged = recordInto(updates);

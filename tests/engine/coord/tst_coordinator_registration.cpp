@@ -10,12 +10,8 @@
 
 #include <openssl/x509.h>
 
-#include <nlohmann/json.hpp>
-
 #include "engine/common/error.h"
-#include "engine/common/token_bucket.h"
 #include "engine/common/wall_clock.h"
-#include "engine/coord/registration_check.h"
 #include "engine/net/certificate_authority.h"
 #include "engine/net/dialer.h"
 #include "engine/net/listener.h"
@@ -166,89 +162,6 @@ private Q_SLOTS:
         QVERIFY(n.client->stats().lastRoundTrip.count() > 0);
         QVERIFY(m_coordinator->counters().heartbeats >= 3);
         QVERIFY(n.lastError().empty());
-    }
-
-    // Honest capacities (issue 16): a node measures its upload to the coordinator before
-    // it registers, through its governor's upload cap (here 256 KiB/s), and registers
-    // that figure with its caps; the coordinator plans with it and shows both. Without
-    // the probe a node reports nothing and the coordinator assumes 12.5 MB/s.
-    void aNodeMeasuresItsUploadThroughItsCapAndRegistersIt()
-    {
-        const double cap = 256 * 1024;
-        auto bucket = std::make_shared<TokenBucket>(uint64_t(cap));
-        test::TestNode n;
-        n.configure = [&](coord::CoordinatorClientConfig &c) {
-            c.uploadBytesPerSecond = 0;
-            c.probeBytes = 768u << 10;
-            c.probeTimeout = 10s;
-            c.upload = bucket;
-            c.caps = {1, 40, uint64_t(512) << 20, 0};
-        };
-        n.start(*m_net, address(), 50, bigEnough());
-        QVERIFY(test::eventually([&] { return n.registrationCount() == 1; }, 15s));
-        const double measured = n.client->stats().measuredUploadBytesPerSecond;
-        // The probe's second half is timed: the bucket's burst (64 KiB) is spent by then.
-        QVERIFY2(measured > 0.6 * cap && measured < 1.25 * cap, std::to_string(measured).c_str());
-        const auto status = nlohmann::json::parse(m_coordinator->statusJson());
-        const auto &node = status.at("nodes").at(0);
-        QCOMPARE(node.at("upload_assumed").get<bool>(), false);
-        QCOMPARE(node.at("upload_bytes_per_second").get<double>(), measured);
-        QCOMPARE(node.at("caps").at("max_cores").get<int>(), 1);
-        QCOMPARE(node.at("caps").at("cpu_percent").get<int>(), 40);
-        QCOMPARE(node.at("caps").at("memory_cap_bytes").get<uint64_t>(), uint64_t(512) << 20);
-
-        test::TestNode plain;
-        plain.configure = [](coord::CoordinatorClientConfig &c) { c.uploadBytesPerSecond = 0; };
-        plain.start(*m_net, address(), 50, bigEnough());
-        QVERIFY(test::eventually([&] { return plain.registrationCount() == 1; }));
-        QCOMPARE(plain.client->stats().measuredUploadBytesPerSecond, 0.0);
-        const auto after = nlohmann::json::parse(m_coordinator->statusJson());
-        bool found = false;
-        for (const auto &j : after.at("nodes"))
-            if (j.at("id") == plain.identity.nodeId()) {
-                found = true;
-                QCOMPARE(j.at("upload_assumed").get<bool>(), true);
-                QCOMPARE(j.at("upload_bytes_per_second").get<double>(), coord::kDefaultUploadBytesPerSecond);
-            }
-        QVERIFY(found);
-    }
-
-    // A registered upload cap holds even if the node reports more than it.
-    void anUploadOverItsCapIsHeldToTheCap()
-    {
-        RawNode n;
-        n.dial(*m_net, address());
-        QVERIFY(n.open());
-        auto r = n.registration();
-        r.uploadBytesPerSecond = 50e6;
-        r.caps.uploadCapBytesPerSecond = 1'000'000;
-        QCOMPARE(n.link->send(r), net::SendResult::Queued);
-        QVERIFY(n.await<net::RegisterReply>().has_value());
-        const auto status = nlohmann::json::parse(m_coordinator->statusJson());
-        QCOMPARE(status.at("nodes").at(0).at("upload_bytes_per_second").get<double>(), 1e6);
-    }
-
-    // Probes are answered, frame by frame, with the bytes their probe id brought; more
-    // than 1 MiB and 64 KiB of them on one connection is refused, and the link closed.
-    void bandwidthProbesAreAnsweredAndBounded()
-    {
-        RawNode n;
-        n.dial(*m_net, address());
-        QVERIFY(n.open());
-        const auto chunk = tensorBufferFromBytes(DType::UInt8, {48 << 10}, std::vector<uint8_t>(48 << 10, 1));
-        QCOMPARE(n.link->send(net::BandwidthProbe{7, false, chunk}), net::SendResult::Queued);
-        QCOMPARE(n.link->send(net::BandwidthProbe{7, true, chunk}), net::SendResult::Queued);
-        const auto reply = n.await<net::BandwidthProbeReply>();
-        QVERIFY(reply.has_value());
-        QCOMPARE(reply->probeId, uint64_t(7));
-        QCOMPARE(reply->bytesReceived, uint64_t(96) << 10);
-        for (int i = 0; i < 22; ++i)
-            (void)n.link->send(net::BandwidthProbe{8, false, chunk});
-        const auto err = n.await<net::CoordinatorError>();
-        QVERIFY(err.has_value());
-        QCOMPARE(err->code, net::CoordinatorErrorCode::BadRequest);
-        QVERIFY2(err->reason.find("bandwidth probes of more than 1088 KiB") != std::string::npos, err->reason.c_str());
-        QVERIFY(n.closed());
     }
 
     void issuedCertificatesWorkBetweenPeersAndForgedOnesAreRefused()

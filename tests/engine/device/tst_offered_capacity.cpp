@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// What a volunteer offers the swarm: its measured profile within its caps (memory,
-// cores, CPU share while its user is active); GPUs offer nothing while stages train on
-// the CPU.
+// What a volunteer offers the swarm: its measured profile within its memory cap; GPUs
+// offer nothing while stages train on the CPU.
 #include <QtTest>
 
 #include "engine/device/offered_capacity.h"
@@ -37,7 +36,7 @@ private Q_SLOTS:
         QCOMPARE(p.gpus[0].gflops, 0.0); // not trained on
     }
 
-    void theCapsLimitTheOffer()
+    void theMemoryCapLimitsTheOfferAndCpuCapsDoNotYet()
     {
         GovernorSettings caps;
         caps.whenActive.maxCores = 2;
@@ -45,20 +44,12 @@ private Q_SLOTS:
         caps.memoryCapMiB = 1024;
         const auto p = device::offeredProfile(measured(), caps);
         QCOMPARE(p.ramAvailableBytes, uint64_t(1) << 30);
-        // Two cores of one thread's 20 GFLOP/s, at half their time.
-        QCOMPARE(p.gflopsAllThreads, 20.0);
-        QCOMPARE(p.gflopsOneThread, 10.0);
+        // Not yet: scaled claims skewed plans (offered_capacity.h).
+        QCOMPARE(p.gflopsAllThreads, 240.0);
+        QCOMPARE(p.gflopsOneThread, 20.0);
         // A memory cap above what is available changes nothing.
         caps.memoryCapMiB = 64 * 1024;
         QCOMPARE(device::offeredProfile(measured(), caps).ramAvailableBytes, uint64_t(8) << 30);
-        // More cores than all threads' figure covers: that figure stands.
-        caps.whenActive.maxCores = 64;
-        caps.whenActive.cpuPercent = 100;
-        QCOMPARE(device::offeredProfile(measured(), caps).gflopsAllThreads, 240.0);
-        // The idle limits are not counted on: the plan assumes the user is at the keyboard.
-        caps.whenActive = {};
-        caps.whenIdle.maxCores = 1;
-        QCOMPARE(device::offeredProfile(measured(), caps).gflopsAllThreads, 240.0);
     }
 };
 

@@ -201,8 +201,6 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, encodeFrame(Gradients{1, 1, t}));
         auto labels = test::floatTensor({4}, 1.0f); // labels must be int64
         QVERIFY_THROWS_EXCEPTION(Error, encodeFrame(Activations{1, 1, test::floatTensor({4, 4}, 1.0f), labels}));
-        // A bandwidth probe carries bytes of no meaning: one dimension of uint8, nothing else.
-        QVERIFY_THROWS_EXCEPTION(Error, encodeFrame(BandwidthProbe{1, true, test::floatTensor({16}, 1.0f)}));
     }
 
     void streamingStepsAgreeWithOneShot()

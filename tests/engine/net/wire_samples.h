@@ -87,10 +87,6 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(RelayGrant{"aa11", "", "", false, "the relay is full"});
     m.push_back(RelayExpect{"aa11", "bb22", std::string(16, '\x3c'), std::string(16, '\x3d')});
     m.push_back(BanList{{"aa11", "bb22"}});
-    m.push_back(Register{"capped", "0.0.0.0:7401", "{}", std::string(16, '\x5b'), 1714000000124, "t", 2.5e6, "pem", 0,
-                         "", NodeCaps{1, 40, uint64_t(256) << 20, 300 * 1024}});
-    m.push_back(BandwidthProbe{3, true, tensorBufferFromBytes(DType::UInt8, {1001}, std::vector<uint8_t>(1001, 7))});
-    m.push_back(BandwidthProbeReply{3, 49152});
     return m;
 }
 
@@ -113,10 +109,6 @@ inline bool sameMessage(const net::Message &a, const net::Message &b)
         auto &y = std::get<RingChunk>(b);
         return x->ringId == y.ringId && x->round == y.round && x->step == y.step && x->chunkIndex == y.chunkIndex &&
                sameTensor(x->tensor, y.tensor);
-    }
-    if (auto *x = std::get_if<BandwidthProbe>(&a)) {
-        auto &y = std::get<BandwidthProbe>(b);
-        return x->probeId == y.probeId && x->answer == y.answer && sameTensor(x->payload, y.payload);
     }
     if (auto *x = std::get_if<WeightsReply>(&a)) {
         auto &y = std::get<WeightsReply>(b);
