@@ -199,7 +199,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     int64_t stragglerSeconds = s.stragglerCheckInterval.count() / 1000;
     cli::addWholeNumber(p, "--straggler-check", stragglerSeconds, 0, 3600, "S",
                         "every S seconds, re-cut a cluster around a stage 1.5x slower than the others holding "
-                        "its layers (0: never)");
+                        "its layers (0: never, the default; experimental)");
     int64_t claimSeconds = s.claimCheckInterval.count() / 1000;
     cli::addWholeNumber(p, "--claim-check", claimSeconds, 0, 3600, "S",
                         "every S seconds, compare each training stage's speed with what its volunteer's claimed "

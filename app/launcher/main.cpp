@@ -36,7 +36,7 @@ int main(int argc, char **argv)
     int64_t checkpointSeconds = -1;
     int poisoner = 0;
     std::string misbehaviour = "ring-poison";
-    bool fresh = false, quiet = false, throughRelay = false, overlap = false, noStragglers = false;
+    bool fresh = false, quiet = false, throughRelay = false, overlap = false, stragglers = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
                "checkpoints. Exits when the run is complete.",
@@ -72,9 +72,9 @@ int main(int argc, char **argv)
     cli::addChoice(p, "--peer-compression", peerCompression, {"none", "fp16", "bf16"},
                    "how activations and gradients travel between the nodes (their --peer-compression)");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
-    p.add_flag("--no-straggler-check", noStragglers,
-               "the coordinator never re-cuts a cluster around a stage much slower than its peers (its "
-               "--straggler-check 0; by default it checks every 5 s)");
+    p.add_flag("--straggler-check", stragglers,
+               "the coordinator re-cuts a cluster around a stage much slower than its peers (its "
+               "--straggler-check 5; experimental)");
     cli::addWholeNumber(p, "--testing-misbehave", poisoner, 1, 64, "N",
                         "testing: node N sends poisoned values (ROOKERY_TESTING_MISBEHAVE), to watch the others "
                         "refuse them and the coordinator quarantine it");
@@ -123,8 +123,8 @@ int main(int argc, char **argv)
     s.nodeArgs.insert(s.nodeArgs.end(), {"--peer-compression", peerCompression});
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
-    if (noStragglers)
-        s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--straggler-check", "0"});
+    if (stragglers)
+        s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--straggler-check", "5"});
     if (graceSeconds > 0)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--rejoin-grace-ms", std::to_string(graceSeconds * 1000)});
     if (certificateSeconds > 0)

@@ -112,8 +112,9 @@ struct CoordinatorSettings
     /// How often measured stage speeds are compared with the plan's (StragglerWatch); a
     /// stage 1.5x slower than predicted, relative to the others, three checks running,
     /// has its capacity corrected and its cluster re-cut (docs/architecture.md,
-    /// "Stragglers"). 0: never.
-    std::chrono::milliseconds stragglerCheckInterval{5'000};
+    /// "Stragglers"). 0: never, the default while a re-cut can leave its cluster stalled
+    /// (tst_swarm_straggler, disabled for that reason).
+    std::chrono::milliseconds stragglerCheckInterval{0};
     /// How often each training stage's measured speed is compared with what its node's
     /// claimed GFLOP/s predict (ClaimWatch): a node under 1/1000 of its claim, three
     /// checks running, claimed compute it does not have and is quarantined. 0: never.

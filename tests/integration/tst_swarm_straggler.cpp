@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // A volunteer made 3x slower in a 2x2 swarm on loopback (rookery-local-swarm with the
-// coordinator's defaults, each node capped at 24% CPU; one root stage lowered to 8%
+// straggler check on, each node capped at 24% CPU; one root stage lowered to 8%
 // through its control API, as the desktop's Settings do it). The coordinator finds it a
 // straggler by the stage speed it reports, re-cuts its cluster so that layers move away
 // from it, and the cluster then trains faster than while the straggler held its layers.
@@ -69,7 +69,7 @@ private Q_SLOTS:
         // re-cut has shown its effect, long before its last step.
         QVERIFY(run.start(dir.path(), true,
                           {QStringLiteral("--steps"), QStringLiteral("20000"), QStringLiteral("--cpu-percent"),
-                           QStringLiteral("24")}));
+                           QStringLiteral("24"), QStringLiteral("--straggler-check")}));
 
         std::map<int, host::EngineSnapshot> nodes; // by node number, 1..4
         QVERIFY2(run.waitFor(
