@@ -35,11 +35,6 @@ constexpr double kRateMbit = 50;
 using RunSpec = bench::SwarmBenchSpec;
 using Outcome = bench::SwarmBenchOutcome;
 
-Outcome swarmRun(const RunSpec &spec, int64_t steps, int64_t evalEvery, const std::filesystem::path &work)
-{
-    return bench::runSwarmBench(spec, steps, evalEvery, work);
-}
-
 void printPipelineRun(const std::string &what, const Outcome &o)
 {
     std::printf("  %-24s %8s samples/s  window %d, mean staleness %.2f, to 85%%: %s samples, final accuracy %.2f%%\n",
@@ -63,7 +58,7 @@ int main(int argc, char **argv)
         const auto work = std::filesystem::temp_directory_path() / ("rookery-bench-wan-" + std::to_string(getpid()));
         std::vector<std::pair<int, Outcome>> runs;
         for (const int rtt : {0, 20, 50, 100}) {
-            const auto o = swarmRun({rtt}, steps, evalEvery, work / ("rtt" + std::to_string(rtt)));
+            const auto o = bench::runSwarmBench({rtt}, steps, evalEvery, work / ("rtt" + std::to_string(rtt)));
             printPipelineRun("round trip " + std::to_string(rtt) + " ms", o);
             runs.emplace_back(rtt, o);
         }
@@ -73,7 +68,7 @@ int main(int argc, char **argv)
         for (const char *c : {"bf16", "fp16"}) {
             RunSpec spec{50};
             spec.compression = c;
-            const auto o = swarmRun(spec, steps, evalEvery, work / (std::string("rtt50-") + c));
+            const auto o = bench::runSwarmBench(spec, steps, evalEvery, work / (std::string("rtt50-") + c));
             printPipelineRun(std::string("round trip 50 ms, ") + c, o);
             compressed.emplace_back(c, o);
         }
@@ -87,7 +82,7 @@ int main(int argc, char **argv)
         for (const auto &[name, spec] : {std::pair{std::string("plain_every_10"), plain},
                                          std::pair{std::string("overlapped_every_10"), overlapped},
                                          std::pair{std::string("outer_every_100"), outer}}) {
-            const auto o = swarmRun(spec, steps, evalEvery, work / name);
+            const auto o = bench::runSwarmBench(spec, steps, evalEvery, work / name);
             std::printf("  %-19s (interval %lld, outer lr %.1f, momentum %.1f): %8s samples/s, ring %s sent, "
                         "%.0f bytes/sample across clusters, to 85%%: %s samples, final accuracy %.2f%% (worst "
                         "cluster)\n",
