@@ -78,6 +78,7 @@ void NetStageTransport::beginRun()
 {
     std::lock_guard lock(m_mutex);
     m_abort.reset();
+    m_lastHeard = std::chrono::steady_clock::now();
     clearBackwardLocked();
     if (m_previous.empty()) {
         ++m_generation; // the root opens a new generation; stale messages of the old one are dropped
@@ -113,6 +114,8 @@ bool NetStageTransport::neighboursUp() const
 void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
 {
     std::lock_guard lock(m_mutex);
+    if (peer == m_next)
+        m_lastHeard = std::chrono::steady_clock::now();
     if (auto *a = std::get_if<net::Activations>(&message)) {
         if (peer != m_previous)
             return;
@@ -185,9 +188,20 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
             }
             // A neighbour's failure is not this node's: it stops the run here like a
             // cancel, and counts towards giving up only on the node that failed.
-            if (stop.kind == train::StopKind::Failed)
+            if (stop.kind == train::StopKind::Failed) {
                 stop = {train::StopKind::Cancelled, stop.stage,
                         "stage " + std::to_string(e->stage) + " failed: " + stop.reason};
+                // A sender that says it failed itself has stopped its run, or says so
+                // falsely and trains on, waiting for what this run dropped. Tell it this
+                // run stopped too, in its own generation: an honest sender has already
+                // stopped (or begun a newer one) and drops it; a false one stops now and
+                // restarts the pipeline with us.
+                if (int64_t(e->stage) == (peer == m_previous ? m_stage - 1 : m_stage + 1))
+                    (void)m_mesh.send(peer, net::StageError{uint32_t(m_stage), e->microbatchId & ~kMicrobatchMask,
+                                                            "cancelled: stage " + std::to_string(m_stage) +
+                                                                " stopped on stage " + std::to_string(e->stage) +
+                                                                "'s failure"});
+            }
             // Pass the abort on to the other neighbour, then stop here too.
             const std::string &other = peer == m_previous ? m_next : m_previous;
             if (!other.empty())
@@ -342,7 +356,21 @@ train::StageMessage NetStageTransport::receive()
     for (;;) {
         if (auto m = takeLocked())
             return std::move(*m);
-        m_changed.wait(lock);
+        // The root waits here for gradients. None for m_stallTimeout, with the link up:
+        // microbatches were lost (a neighbour restarted its run without this one, or
+        // lies), and a window waiting for them waits forever. Restart the pipeline.
+        if (m_previous.empty() && !m_next.empty() && m_upNext) {
+            if (m_changed.wait_until(lock, m_lastHeard + m_stallTimeout) == std::cv_status::timeout && !m_abort &&
+                std::chrono::steady_clock::now() >= m_lastHeard + m_stallTimeout) {
+                const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(m_stallTimeout).count();
+                log::warning("pipeline", "stage " + std::to_string(m_stage) + ": nothing from the next stage for " +
+                                             std::to_string(seconds) + " s; restarting the pipeline");
+                abortLocked({train::StopKind::Cancelled, m_stage,
+                             "nothing from the next stage for " + std::to_string(seconds) + " s"});
+            }
+        } else {
+            m_changed.wait(lock);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -36,7 +37,13 @@ class PeerComplaints;
 /// side (the previous neighbour speaks for stages before this one, the next for those
 /// after it), and a stage's failures only up to kMaxNeighbourFailures per assignment:
 /// a node gives up after that many of its own, so more are forged. Those are refused,
-/// without stopping the run, and counted against the sender.
+/// without stopping the run, and counted against the sender. A stage that acts on its
+/// neighbour's own "failed" answers it with a "cancelled", so a sender that said so and
+/// trains on (waiting for microbatches this run dropped) stops and restarts with it.
+///
+/// The root restarts the pipeline (a new generation) when nothing came from the next
+/// stage for the stall timeout while the link was up: its window waits on microbatches
+/// that were lost, whoever lost them.
 ///
 /// Thread safety: the stage thread sends and receives; deliver(), linkChanged() and
 /// writable() are called on the network thread; abort() from anywhere.
@@ -58,6 +65,14 @@ public:
     /// At the root: its optimizer steps, which its "finished" carries. Set before the
     /// first run. (Other stages pass on the step they received.)
     void setRootStep(std::function<int64_t()> step) { m_rootStep = std::move(step); }
+
+    /// How long the root waits for anything from the next stage, its link up, before it
+    /// restarts the pipeline (kStallTimeout unless set; tests set less).
+    void setStallTimeout(std::chrono::steady_clock::duration timeout)
+    {
+        std::lock_guard lock(m_mutex);
+        m_stallTimeout = timeout;
+    }
 
     /// Prepares the next run: drops what is queued, clears the abort, and (at the root)
     /// opens a new generation. Call before each StageRuntime::run().
@@ -89,6 +104,9 @@ public:
     /// after its 4th (SwarmNode), so a 5th is not an honest node's.
     static constexpr int kMaxNeighbourFailures = 4;
     static constexpr size_t kMaxFailingStages = 64;
+    /// A microbatch's round trip is well under a second on a home link; a minute of
+    /// silence from the next stage means its gradients will not come.
+    static constexpr std::chrono::seconds kStallTimeout{60};
 
 private:
     bool sendTo(const std::string &peer, const net::Message &message);
@@ -131,6 +149,8 @@ private:
     std::map<uint32_t, int> m_neighbourFailures; // by the stage that failed
     int64_t m_unbelievedFailures = 0;
     int64_t m_ignoredStops = 0;
+    std::chrono::steady_clock::duration m_stallTimeout = kStallTimeout;
+    std::chrono::steady_clock::time_point m_lastHeard = std::chrono::steady_clock::now(); // from the next stage
 };
 
 } // namespace rookery::participant

@@ -214,6 +214,47 @@ private Q_SLOTS:
         QVERIFY(result.metrics.backwards > 0);
     }
 
+    // The root's window waits on gradients that will not come (the next stage dropped
+    // its microbatches, or lies): after the stall timeout with the link up, the root
+    // stops its run and tells the next stage, so that the pipeline restarts.
+    void aRootStarvedOfGradientsRestartsThePipeline()
+    {
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        {
+            std::scoped_lock lock(a.mutex, b.mutex);
+            a.transport = std::make_unique<participant::NetStageTransport>(*a.mesh, 0, "", b.identity.nodeId());
+            b.transport = std::make_unique<participant::NetStageTransport>(*b.mesh, 1, a.identity.nodeId(), "");
+            a.transport->setStallTimeout(1s);
+        }
+        QVERIFY(test::waitFor([&] { return a.transport->neighboursUp(); }, 10s));
+        train::StageRuntime root(stageConfig(0, 0, 2), *a.transport, train::openGate(), m_train);
+        a.transport->beginRun();
+        b.transport->beginRun(); // its stage never runs: nothing comes back
+        const auto start = std::chrono::steady_clock::now();
+        const auto result = root.run(1'000'000);
+        const auto took = std::chrono::steady_clock::now() - start;
+        QCOMPARE(int(result.stop.kind), int(train::StopKind::Cancelled));
+        QVERIFY2(result.stop.reason.find("nothing from the next stage for 1 s") != std::string::npos,
+                 result.stop.reason.c_str());
+        QVERIFY(took >= 1s && took < 10s);
+        QVERIFY(result.metrics.forwards > 0);
+        QCOMPARE(result.metrics.backwards, int64_t(0));
+        // The next stage heard of it.
+        std::optional<train::StopMessage> stop;
+        QVERIFY(test::waitFor(
+            [&] {
+                if (auto m = b.transport->poll()) // a stop stays until the next run begins
+                    if (auto *s = std::get_if<train::StopMessage>(&*m))
+                        stop = *s;
+                return stop.has_value();
+            },
+            10s));
+        QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
+    }
+
     // What a neighbour may say is checked, not believed: a "finished" long before the
     // run's end, or one coming up the pipeline, and more microbatches than any window
     // holds, each stop the run here (nothing ends for good) and count against the sender;
@@ -294,6 +335,11 @@ private Q_SLOTS:
         QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
         QVERIFY2(stop->reason.find("stage 0 failed: out of memory") != std::string::npos, stop->reason.c_str());
         QCOMPARE(complaintsAgainst(a.identity.nodeId()), int64_t(1));
+        // ... and answered: a sender that said it failed yet trains on stops here too.
+        stop = stopOf(*a.transport);
+        QVERIFY(stop);
+        QCOMPARE(int(stop->kind), int(train::StopKind::Cancelled));
+        QVERIFY2(stop->reason.find("stopped on stage 0's failure") != std::string::npos, stop->reason.c_str());
 
         // A node gives up after its 4th failure: up to 4 of stage 0 stop runs here, a
         // 5th is forged. It is refused and counted, and the run goes on.
