@@ -91,6 +91,21 @@ train::StageConfig stageConfig(int stage, size_t first, size_t last)
     return c;
 }
 
+// Links `root` and `leaf` as the two stages of one pipeline; true once both see the
+// link up.
+bool linkAsRootAndLeaf(TestNode &root, TestNode &leaf)
+{
+    root.mesh->setPeers({leaf.address()});
+    leaf.mesh->setPeers({root.address()});
+    {
+        std::scoped_lock lock(root.mutex, leaf.mutex);
+        root.transport = std::make_unique<participant::NetStageTransport>(*root.mesh, 0, "", leaf.identity.nodeId());
+        leaf.transport = std::make_unique<participant::NetStageTransport>(*leaf.mesh, 1, root.identity.nodeId(), "");
+    }
+    return test::waitFor([&] { return root.transport->neighboursUp() && leaf.transport->neighboursUp(); },
+                         std::chrono::seconds(10));
+}
+
 } // namespace
 
 class TestNetPipeline : public QObject
@@ -138,14 +153,7 @@ private Q_SLOTS:
     {
         net::NetContext net;
         TestNode a(net, m_ca), b(net, m_ca);
-        a.mesh->setPeers({b.address()});
-        b.mesh->setPeers({a.address()});
-        {
-            std::scoped_lock lock(a.mutex, b.mutex);
-            a.transport = std::make_unique<participant::NetStageTransport>(*a.mesh, 0, "", b.identity.nodeId());
-            b.transport = std::make_unique<participant::NetStageTransport>(*b.mesh, 1, a.identity.nodeId(), "");
-        }
-        QVERIFY(test::waitFor([&] { return a.transport->neighboursUp() && b.transport->neighboursUp(); }, 10s));
+        QVERIFY(linkAsRootAndLeaf(a, b));
 
         const int64_t microbatches = 40;
         train::StageRuntime root(stageConfig(0, 0, 2), *a.transport, train::openGate(), m_train);
@@ -221,15 +229,8 @@ private Q_SLOTS:
     {
         net::NetContext net;
         TestNode a(net, m_ca), b(net, m_ca);
-        a.mesh->setPeers({b.address()});
-        b.mesh->setPeers({a.address()});
-        {
-            std::scoped_lock lock(a.mutex, b.mutex);
-            a.transport = std::make_unique<participant::NetStageTransport>(*a.mesh, 0, "", b.identity.nodeId());
-            b.transport = std::make_unique<participant::NetStageTransport>(*b.mesh, 1, a.identity.nodeId(), "");
-            a.transport->setStallTimeout(1s);
-        }
-        QVERIFY(test::waitFor([&] { return a.transport->neighboursUp(); }, 10s));
+        QVERIFY(linkAsRootAndLeaf(a, b));
+        a.transport->setStallTimeout(1s);
         train::StageRuntime root(stageConfig(0, 0, 2), *a.transport, train::openGate(), m_train);
         a.transport->beginRun();
         b.transport->beginRun(); // its stage never runs: nothing comes back
