@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // rookery-sim: the swarm at scale, simulated with the real planner (engine/sim).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "engine/model/model_zoo.h"
 #include "engine/sim/report.h"
 #include "engine/sim/simulator.h"
+#include "engine/sim/sweep.h"
 
 using namespace rookery;
 
@@ -32,6 +34,50 @@ void drawProgress(double fraction, double hours)
                  "########################################", kWidth - filled, "", fraction * 100, fraction * hours,
                  hours);
     std::fflush(stderr);
+}
+
+// The sweep mode: every setting on the same population, a table, the recommendation.
+int sweep(const sim::Population &population, const sim::SimConfig &config, const sim::SweepAxes &axes, bool quiet,
+          const std::string &jsonFile, const std::string &svgPrefix)
+{
+    const auto started = std::chrono::steady_clock::now();
+    const size_t total = axes.clusterSizes.size() * axes.averagingIntervals.size();
+    const sim::SweepResult result = sim::runSweep(population, config, axes, [&](double f) {
+        if (!quiet)
+            drawProgress(f, config.hours * double(total)); // hours of all the settings together
+    });
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!quiet)
+        std::fprintf(stderr, "\n");
+    std::printf("%-13s %-10s %14s %16s %16s %10s\n", "cluster size", "interval", "samples/s", "B/sample across",
+                "B/sample within", "re-plans");
+    std::vector<double> values;
+    std::vector<std::string> labels;
+    for (size_t i = 0; i < result.points.size(); ++i) {
+        const auto &p = result.points[i];
+        const std::string size = p.clusterSize == 0 ? "auto" : std::to_string(p.clusterSize);
+        std::printf("%-13s %-10d %14.1f %16.1f %16.1f %10lld%s\n", size.c_str(), p.averagingInterval,
+                    p.samplesPerSecond, p.bytesAcrossPerSample, p.bytesWithinPerSample, (long long)p.replans,
+                    i == result.best ? "  <- recommended" : "");
+        values.push_back(p.samplesPerSecond);
+        labels.push_back(size + "/" + std::to_string(p.averagingInterval));
+    }
+    const auto &b = result.points[result.best];
+    std::printf("recommended: cluster size %s, averaging interval %d (the smallest interval, then size, within %d%% "
+                "of the best samples/s; the simulator does not model accuracy)\n",
+                b.clusterSize == 0 ? "auto" : std::to_string(b.clusterSize).c_str(), b.averagingInterval,
+                int(result.tolerance * 100));
+    if (axes.averagingIntervals.size() > 1 &&
+        b.averagingInterval == *std::max_element(axes.averagingIntervals.begin(), axes.averagingIntervals.end()))
+        std::printf("note: the longest interval swept won; longer ones may do better still (if accuracy allows)\n");
+    std::printf("%zu volunteers, %zu settings of %.1f simulated hours in %.1f s wall\n", population.volunteers.size(),
+                total, config.hours, wall);
+    if (!jsonFile.empty())
+        writeFile(jsonFile, sim::sweepJson(result, config, population.volunteers.size(), wall));
+    if (!svgPrefix.empty())
+        writeFile(svgPrefix + "-sweep.svg",
+                  sim::barChartSvg("Samples/s by setting", "cluster size / interval", "samples/s", values, labels));
+    return 0;
 }
 
 } // namespace
@@ -74,9 +120,20 @@ int main(int argc, char **argv)
     app.add_option("--svg", svgPrefix, "write PREFIX-throughput.svg, -utilisation.svg, -clusters.svg")
         ->type_name("PREFIX");
     app.add_option("--save-population", savePopulation, "write the generated population as JSON")->type_name("FILE");
+    std::string sweepSizes, sweepIntervals;
+    app.add_option("--sweep-cluster-sizes", sweepSizes,
+                   "sweep: simulate each of these cluster sizes (a list like 1,2,4; 0: the planner decides)")
+        ->type_name("LIST");
+    app.add_option("--sweep-intervals", sweepIntervals,
+                   "sweep: simulate each of these averaging intervals, which are also the outer optimizer's H "
+                   "(a list like 10,100,500)")
+        ->type_name("LIST");
     app.add_flag("--quiet", quiet, "no progress bar");
     app.footer("Example: rookery-sim --volunteers 10000 --hours 24 --cluster-size 4 --coordinators 20 "
-               "--json sim.json --svg sim");
+               "--json sim.json --svg sim\n"
+               "Sweep: rookery-sim --volunteers 500 --hours 2 --sweep-cluster-sizes 1,2,4 --sweep-intervals "
+               "10,100,500 --json sweep.json --svg sweep (every pair on the same population; prints the "
+               "recommended setting)");
     try {
         if (cli::parse(app, argc, argv) != cli::Outcome::Run)
             return 0;
@@ -92,6 +149,14 @@ int main(int argc, char **argv)
             writeFile(savePopulation, sim::toJson(population));
         const size_t volunteers = population.volunteers.size();
         const auto started = std::chrono::steady_clock::now();
+        if (!sweepSizes.empty() || !sweepIntervals.empty())
+            return sweep(population, config,
+                         {sweepSizes.empty() ? std::vector<int>{config.clusterSize}
+                                             : sim::parseIntList(sweepSizes, "--sweep-cluster-sizes", 0, 64),
+                          sweepIntervals.empty()
+                              ? std::vector<int>{config.averagingInterval}
+                              : sim::parseIntList(sweepIntervals, "--sweep-intervals", 1, 1'000'000)},
+                         quiet, jsonFile, svgPrefix);
         sim::Simulator simulator(std::move(population), config);
         const sim::SimResult result =
             simulator.run(quiet ? std::function<void(double)>{} : [&](double f) { drawProgress(f, config.hours); });

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <QtTest>
 
+#include "engine/common/error.h"
 #include "engine/coord/plan_state.h"
 #include "engine/model/model_zoo.h"
 #include "engine/sim/event_queue.h"
 #include "engine/sim/population.h"
 #include "engine/sim/simulator.h"
+#include "engine/sim/sweep.h"
 #include "engine/sim/timing.h"
 #include "engine/swarm/replan.h"
 #include "engine/swarm/swarm_planner.h"
@@ -56,6 +58,72 @@ class TestSim : public QObject
     }
 
 private Q_SLOTS:
+    // A sweep runs the simulator once per setting, on the same population: each point
+    // is what a plain run of that setting gives, and averaging less often sends fewer
+    // bytes across clusters.
+    void aSweepIsThePlainRunOfEachSetting()
+    {
+        const Population p = steady(8);
+        const SimConfig base = config(0.05, 2);
+        const SweepAxes axes{{1, 2}, {10, 100}};
+        std::vector<double> progress;
+        const SweepResult sweep = runSweep(p, base, axes, [&](double f) { progress.push_back(f); });
+        QCOMPARE(sweep.points.size(), size_t(4));
+        QVERIFY(!progress.empty());
+        QVERIFY(std::is_sorted(progress.begin(), progress.end()));
+        QCOMPARE(progress.back(), 1.0);
+        size_t i = 0;
+        for (int size : axes.clusterSizes)
+            for (int interval : axes.averagingIntervals) {
+                const auto &point = sweep.points[i++];
+                QCOMPARE(point.clusterSize, size);
+                QCOMPARE(point.averagingInterval, interval);
+                SimConfig c = base;
+                c.clusterSize = size;
+                c.averagingInterval = interval;
+                Simulator plain(p, c);
+                const SimResult r = plain.run();
+                QCOMPARE(point.samplesPerSecond, r.samples / r.simulatedSeconds);
+                QVERIFY(point.samplesPerSecond > 0);
+            }
+        // Clusters of two average across 4 clusters: every 100 steps costs less a sample
+        // than every 10. (Clusters of one hold the whole model: 8 members.)
+        QVERIFY(sweep.points[3].bytesAcrossPerSample < sweep.points[2].bytesAcrossPerSample);
+        QVERIFY(sweep.points[1].bytesAcrossPerSample < sweep.points[0].bytesAcrossPerSample);
+        QCOMPARE(sweep.best, recommend(sweep.points, sweep.tolerance));
+    }
+
+    // The recommendation: the smallest interval, then cluster size, within the
+    // tolerance of the best samples/s.
+    void theRecommendationAveragesMostOftenAmongNearEquals()
+    {
+        std::vector<SweepPoint> points(4);
+        points[0] = {1, 10, 800};
+        points[1] = {1, 100, 1000};
+        points[2] = {4, 10, 970};
+        points[3] = {2, 10, 960};
+        QCOMPARE(recommend(points, 0.05), size_t(3)); // 960 and 970 within 5% of 1,000; size 2 < 4
+        QCOMPARE(recommend(points, 0.01), size_t(1)); // only 1,000 itself
+        QCOMPARE(recommend(points, 0.25), size_t(0)); // 800 too: interval 10, size 1
+        QVERIFY_THROWS_EXCEPTION(Error, recommend({}, 0.05));
+    }
+
+    void sweepListsAreCheckedAndNamed()
+    {
+        QCOMPARE(parseIntList("1,2,4", "--x", 0, 64), (std::vector<int>{1, 2, 4}));
+        QCOMPARE(parseIntList("7", "--x", 0, 64), (std::vector<int>{7}));
+        for (const char *bad : {"", "1,,2", "1,a", "1.5", "65", "-1", "2,"}) {
+            try {
+                parseIntList(bad, "--sweep-cluster-sizes", 0, 64);
+                QFAIL(bad);
+            } catch (const Error &e) {
+                QVERIFY2(std::string(e.what()).find("--sweep-cluster-sizes") != std::string::npos, e.what());
+            }
+        }
+        QVERIFY_THROWS_EXCEPTION(Error, runSweep(steady(2), config(0.01, 1), SweepAxes{{}, {10}}));
+        QVERIFY_THROWS_EXCEPTION(Error, runSweep(steady(2), config(0.01, 1), SweepAxes{{1}, {0}}));
+    }
+
     void eventsComeInTimeOrderAndTiesInInsertionOrder()
     {
         EventQueue q;
