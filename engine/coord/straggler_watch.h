@@ -33,8 +33,12 @@ struct Straggler
 /// more than `threshold` times below the median ratio of the stages in their group (the
 /// profile's GFLOP/s are not what torch reaches, so only the ratio against stages doing
 /// the same work means anything), in `checks` consecutive checks. A stage with no peer
-/// in its group (a single cluster) is never judged. A node reported is left alone for `cooldown`: its stage
-/// is re-cut and needs time to show its new speed. Pure bookkeeping; the clock is the
+/// in its group (a single cluster, or clusters cut differently) is judged against its
+/// own earlier speed instead: the median of its first `baselineChecks` ratios at these
+/// layers. So a node that becomes slower (a lowered cap, a throttled CPU) is found
+/// whatever the plan; one slow from the start, only when others hold its layers. A node
+/// reported is left alone for `cooldown` (its stage is re-cut and needs time to show its
+/// new speed) and its own usual is learnt again. Pure bookkeeping; the clock is the
 /// caller's.
 class StragglerWatch
 {
@@ -46,6 +50,7 @@ public:
         int checks = 3;
         std::chrono::milliseconds cooldown{60'000};
         size_t minimumStages = 2; ///< per group: with fewer measured stages there is no "usual"
+        int baselineChecks = 3;   ///< a stage alone in its group: checks that learn its own usual
     };
 
     StragglerWatch() = default;
@@ -61,6 +66,12 @@ private:
     Settings m_settings;
     std::map<std::string, int> m_slowChecks;               ///< consecutive slow checks per node
     std::map<std::string, Clock::time_point> m_quietUntil; ///< reported: left alone until then
+    struct OwnHistory
+    {
+        std::string group;         ///< the layers it was learnt at
+        std::vector<double> early; ///< its first ratios there
+    };
+    std::map<std::string, OwnHistory> m_own; ///< per node: for stages alone in their group
 };
 
 } // namespace rookery::coord

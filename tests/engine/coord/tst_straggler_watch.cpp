@@ -79,11 +79,50 @@ private Q_SLOTS:
         const double nan = std::numeric_limits<double>::quiet_NaN();
         const double inf = std::numeric_limits<double>::infinity();
         // A lying or unmeasured node cannot make the others look slow, nor be one.
-        const std::vector<StageSpeed> s{
-            {"a", "0-6", 1000, 500}, {"b", "0-6", 1000, 0}, {"c", "0-6", 1000, nan},
-            {"d", "0-6", 1000, inf}, {"e", "0-6", -5, 1},   {"f", "other", 1000, 10}}; // alone in its group: not judged
+        const std::vector<StageSpeed> s{{"a", "0-6", 1000, 500}, {"b", "0-6", 1000, 0},
+                                        {"c", "0-6", 1000, nan}, {"d", "0-6", 1000, inf},
+                                        {"e", "0-6", -5, 1},     {"f", "other", 1000, 10}}; // alone: as slow as ever
         for (int i = 0; i < 5; ++i)
             QVERIFY(w.check(s, t += 5s).empty()); // one measured stage: nothing to compare with
+    }
+
+    // Clusters cut differently: no stage shares its layers with another. Each is judged
+    // against its own first checks at its layers: one that becomes 3x slower is found;
+    // at new layers its usual is learnt again; one not measured for a check forgets it.
+    void aStageAloneIsJudgedAgainstItsOwnEarlierSpeed()
+    {
+        const auto cutApart = [](double cRatio, const char *cLayers = "0-2") {
+            return std::vector<StageSpeed>{{"a", "0-3", 1000, 500},
+                                           {"b", "3-6", 400, 80},
+                                           {"c", cLayers, 1000, 1000 * cRatio},
+                                           {"d", "2-6", 400, 80}};
+        };
+        StragglerWatch w;
+        auto t = StragglerWatch::Clock::time_point{};
+        QVERIFY(w.check(cutApart(0.15), t).empty()); // learning: not judged yet, however slow
+        QVERIFY(w.check(cutApart(0.5), t += 5s).empty());
+        QVERIFY(w.check(cutApart(0.6), t += 5s).empty()); // its usual: the median, 0.5
+        QVERIFY(w.check(cutApart(0.4), t += 5s).empty()); // 0.8 of it: within the threshold
+        QVERIFY(w.check(cutApart(0.15), t += 5s).empty());
+        QVERIFY(w.check(cutApart(0.15), t += 5s).empty());
+        const auto found = w.check(cutApart(0.15), t += 5s);
+        QCOMPARE(found.size(), size_t(1));
+        QCOMPARE(found[0].nodeId, std::string("c"));
+        QVERIFY(std::abs(found[0].factor - 0.3) < 1e-9);
+
+        // Re-cut to other layers, after the cooldown: slow there from the start is its
+        // new usual.
+        t += 60s;
+        for (int i = 0; i < 6; ++i)
+            QVERIFY(w.check(cutApart(0.15, "0-1"), t += 5s).empty());
+        // A check without it: what was learnt is dropped, so a slower speed when it is
+        // back is learnt, not judged.
+        auto withoutC = cutApart(1);
+        withoutC.erase(withoutC.begin() + 2);
+        QVERIFY(w.check(withoutC, t += 5s).empty());
+        for (int i = 0; i < 6; ++i)
+            QVERIFY(w.check(cutApart(0.04, "0-1"), t += 5s).empty());
+        // The others, each alone in its group and steady, never were stragglers.
     }
 
     void recalibratingMovesLayersAwayFromTheStraggler()
