@@ -439,7 +439,10 @@ private Q_SLOTS:
             lines << QStringLiteral("link (%1): %2 - %3").arg(field(l, "kind"), from, to);
         }
         qInfo().noquote() << "the plan:\n  " + lines.join("\n  ");
-        QCOMPARE(m_neighbours.size(), size_t(4)); // two pipelines, two rings of two
+        // Two pipelines, and rings between the clusters: two of two when both are cut alike,
+        // more when they are cut apart (a layer of one's first stage in the other's second).
+        QCOMPARE(m_pipelines.size(), size_t(2));
+        QVERIFY(m_neighbours.size() >= 4);
     }
 
     // B1 and B2, both unreachable, link through the coordinator's relay when neighbours;
