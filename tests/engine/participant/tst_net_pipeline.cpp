@@ -149,15 +149,25 @@ private Q_SLOTS:
             10s));
     }
 
+    // Cut after the first linear layer, and after the Flatten alone: a root that trains
+    // nothing, whose leaf sends back empty gradients (the planner makes such cuts).
+    void matchesTheInProcessPipeline_data()
+    {
+        QTest::addColumn<int>("cut");
+        QTest::newRow("[0,2) [2,6)") << 2;
+        QTest::newRow("[0,1) [1,6)") << 1;
+    }
+
     void matchesTheInProcessPipeline()
     {
+        QFETCH(int, cut);
         net::NetContext net;
         TestNode a(net, m_ca), b(net, m_ca);
         QVERIFY(linkAsRootAndLeaf(a, b));
 
         const int64_t microbatches = 40;
-        train::StageRuntime root(stageConfig(0, 0, 2), *a.transport, train::openGate(), m_train);
-        train::StageRuntime leaf(stageConfig(1, 2, 6), *b.transport);
+        train::StageRuntime root(stageConfig(0, 0, size_t(cut)), *a.transport, train::openGate(), m_train);
+        train::StageRuntime leaf(stageConfig(1, size_t(cut), 6), *b.transport);
         a.transport->beginRun();
         b.transport->beginRun();
         train::StageRunResult leafResult;
@@ -170,7 +180,7 @@ private Q_SLOTS:
 
         train::PipelineConfig pc;
         pc.model = model::mlpSpec();
-        pc.cuts = {2};
+        pc.cuts = {size_t(cut)};
         pc.optimizer.learningRate = 0.05;
         pc.mode = train::PipelineMode::Synchronous;
         pc.seed = 3;
