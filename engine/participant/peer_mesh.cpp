@@ -148,7 +148,6 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &given, bool selfUnreacha
             dialNow.insert(p.nodeId);
         }
     }
-    setRelays(peers, selfUnreachable);
     std::vector<std::shared_ptr<net::Link>> toClose;
     {
         std::lock_guard lock(m->mutex);
@@ -173,6 +172,11 @@ void PeerMesh::setPeers(const std::vector<PeerAddress> &given, bool selfUnreacha
     }
     for (auto &link : toClose)
         link->close("no longer a neighbour");
+    // After the dials of peers no longer wanted are forgotten: its tick() must not take
+    // one of them, dialled in vain for a while, for a peer to reach through the relay
+    // (the coordinator refuses a relay to a peer that is not a neighbour, and the ask
+    // would repeat until the next assignment).
+    setRelays(peers, selfUnreachable);
     for (auto &[peer, hostPort] : toDial) {
         {
             std::lock_guard lock(m->mutex);

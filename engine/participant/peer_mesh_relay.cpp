@@ -72,7 +72,7 @@ void PeerMesh::tick()
         // reach from here (behind the same router, without hairpin NAT). Try the relay.
         for (const auto &[peer, since] : m->dialledSince) {
             const auto open = m->open.find(peer);
-            if (now - since < m->config.relayFallbackAfter || m->relays.count(peer) ||
+            if (now - since < m->config.relayFallbackAfter || m->relays.count(peer) || !m->wanted.count(peer) ||
                 (open != m->open.end() && open->second->isOpen()))
                 continue;
             State::Relay r;

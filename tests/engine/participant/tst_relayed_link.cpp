@@ -181,6 +181,31 @@ private Q_SLOTS:
         QVERIFY(bothUp(dialler, other, 15s));
     }
 
+    // A re-plan takes away a peer this node dialled in vain (it had dropped this node
+    // first): no relay is asked for it any more, not even once from the change itself.
+    void aPeerNoLongerWantedIsNotAskedFor()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        net::NetContext net;
+        Node a(net, ca, 300ms), b(net, ca, 300ms);
+        Node &dialler = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+        Node &other = &dialler == &a ? b : a;
+        dialler.mesh->setPeers({{other.identity.nodeId(), "127.0.0.1:1", false}}, false); // refused from here
+        QVERIFY(test::waitFor(
+            [&] {
+                dialler.mesh->tick();
+                return dialler.askedCount() == 1;
+            },
+            5s));
+        dialler.mesh->setPeers({}, false); // the next assignment: not a neighbour any more
+        const auto until = std::chrono::steady_clock::now() + 1s;
+        while (std::chrono::steady_clock::now() < until) {
+            dialler.mesh->tick();
+            std::this_thread::sleep_for(50ms);
+        }
+        QCOMPARE(dialler.askedCount(), size_t(1));
+    }
+
     // The relay goes away mid-stream (restarted, crashed): both sides see the link end,
     // the asker asks again, and a new grant links them again.
     void aRelayThatDropsMidStreamIsAskedAgain()
