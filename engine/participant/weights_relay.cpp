@@ -122,7 +122,7 @@ void WeightsRelay::deliver(const std::string &peer, net::Message &&message)
         {
             std::lock_guard lock(m_mutex);
             if (!m_hasSnapshot)
-                return; // nothing to give yet; the asker times out and asks again
+                return; // nothing to give yet; the asker asks again (fetch: every kFetchResend)
             reply = replyFor(request->requestId,
                              request->stage == kAllStages ? std::vector<std::string>{} : request->names);
         }
@@ -200,17 +200,26 @@ WeightsRelay::fetch(const std::string &peer, const std::vector<std::string> &nam
         m_pending[id].from = peer;
     }
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    // The link to a peer we do not usually talk to may still be opening: retry the send.
-    while (m_mesh.send(peer, net::WeightsRequest{id, uint32_t(m_stage), names}) != net::SendResult::Queued) {
-        if (std::chrono::steady_clock::now() > deadline) {
-            std::lock_guard lock(m_mutex);
-            m_pending.erase(id);
-            return std::nullopt;
+    bool got = false;
+    while (!got) {
+        // The link to a peer we do not usually talk to may still be opening: retry the send.
+        while (m_mesh.send(peer, net::WeightsRequest{id, uint32_t(m_stage), names}) != net::SendResult::Queued) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                std::lock_guard lock(m_mutex);
+                m_pending.erase(id);
+                return std::nullopt;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // A peer with no snapshot yet (its own stage starting, after a re-plan) drops the
+        // request unanswered: ask again every kFetchResend until the deadline.
+        std::unique_lock lock(m_mutex);
+        const auto until = std::min(deadline, std::chrono::steady_clock::now() + kFetchResend);
+        got = m_replied.wait_until(lock, until, [&] { return !m_pending[id].replies.empty(); });
+        if (!got && std::chrono::steady_clock::now() >= deadline)
+            break;
     }
     std::unique_lock lock(m_mutex);
-    const bool got = m_replied.wait_until(lock, deadline, [&] { return !m_pending[id].replies.empty(); });
     auto replies = std::move(m_pending[id].replies);
     m_pending.erase(id);
     lock.unlock();

@@ -41,6 +41,8 @@ public:
     static constexpr uint32_t kAllStages = 0xFFFFFFFF;
 
     static constexpr double kMaxWeightRms = 1000.0;
+    /// fetch() asks again this often: a peer with no snapshot yet drops a request.
+    static constexpr std::chrono::seconds kFetchResend{2};
 
     WeightsRelay(PeerMesh &mesh, int stage, std::string previous, std::string next,
                  std::shared_ptr<PeerComplaints> complaints = {});
@@ -57,6 +59,7 @@ public:
     std::optional<std::vector<NamedTensor>> gatherPipeline(int stages, std::chrono::milliseconds timeout,
                                                            uint64_t minVersion = 0);
     /// The named tensors from `peer`'s snapshot; nullopt on timeout or when it lacks one.
+    /// Asked again every kFetchResend until `timeout`.
     std::optional<std::vector<NamedTensor>> fetch(const std::string &peer, const std::vector<std::string> &names,
                                                   std::chrono::milliseconds timeout);
 

@@ -512,6 +512,36 @@ private Q_SLOTS:
         }
     }
 
+    // A node taking layers over asks a peer that has no snapshot yet (its own stage is
+    // starting after the same re-plan): that peer drops the request, and the asker asks
+    // again until it is answered, within its timeout.
+    void aFetchFromAPeerNotReadyYetIsAskedAgain()
+    {
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        {
+            std::scoped_lock lock(a.mutex, b.mutex);
+            a.relay = std::make_unique<participant::WeightsRelay>(*a.mesh, 1, "", "");
+            b.relay = std::make_unique<participant::WeightsRelay>(*b.mesh, 1, "", ""); // nothing published
+        }
+        QVERIFY(
+            test::waitFor([&] { return a.mesh->isUp(b.identity.nodeId()) && b.mesh->isUp(a.identity.nodeId()); }, 10s));
+        std::thread ready([&] {
+            std::this_thread::sleep_for(1s);
+            std::lock_guard lock(b.mutex);
+            b.relay->publish({NamedTensor{"2.weight", DType::Float32, {1}, std::vector<uint8_t>(4, 9)}}, 5);
+        });
+        const auto start = std::chrono::steady_clock::now();
+        const auto fetched = a.relay->fetch(b.identity.nodeId(), {"2.weight"}, 20s);
+        const auto took = std::chrono::steady_clock::now() - start;
+        ready.join();
+        QVERIFY(fetched.has_value());
+        QCOMPARE(int(fetched->front().data[0]), 9);
+        QVERIFY(took < 1s + 2 * participant::WeightsRelay::kFetchResend);
+    }
+
     void rootGathersThePipelinesWeights()
     {
         net::NetContext net;
