@@ -4,6 +4,7 @@
 // the claim check: a stage far slower than its own node's claim predicts.
 #include "engine/coord/coordinator_impl.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "engine/common/log.h"
@@ -71,6 +72,12 @@ void Coordinator::Impl::checkStragglers(Clock::time_point now)
     if (settings.stragglerCheckInterval.count() <= 0 || now < nextStragglerCheck || !plan.isWorking())
         return;
     nextStragglerCheck = now + settings.stragglerCheckInterval;
+    // A lone cluster is not judged: layers its re-cut moves would be asked of the node
+    // that gave them up, which serves only its new range. With two or more, every
+    // layer also lives in another cluster, whose holder is named instead.
+    const auto &pipelines = plan.plan().pipelines;
+    if (std::count_if(pipelines.begin(), pipelines.end(), [](const auto &p) { return !p.stages.empty(); }) < 2)
+        return;
     const auto speeds = stageSpeeds();
     bool changed = false;
     for (const auto &s : stragglers.check(speeds, now)) {
