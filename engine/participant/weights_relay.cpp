@@ -145,6 +145,8 @@ void WeightsRelay::deliver(const std::string &peer, net::Message &&message)
             m_replied.notify_all();
             return;
         }
+        if (std::find(m_fetched.begin(), m_fetched.end(), reply->requestId) != m_fetched.end())
+            return; // a late answer to a fetch that asked more than once
         lock.unlock();
         if (peer == m_next && !m_previous.empty())
             (void)m_mesh.send(m_previous, *reply); // relay an answer from below upstream
@@ -222,6 +224,9 @@ WeightsRelay::fetch(const std::string &peer, const std::vector<std::string> &nam
     std::unique_lock lock(m_mutex);
     auto replies = std::move(m_pending[id].replies);
     m_pending.erase(id);
+    m_fetched.push_back(id);
+    if (m_fetched.size() > 64)
+        m_fetched.pop_front();
     lock.unlock();
     if (!got || !checkReply(replies.front(), peer, true).empty())
         return std::nullopt;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +89,9 @@ private:
         std::vector<net::WeightsReply> replies;
     };
     std::map<uint64_t, Pending> m_pending;
+    /// fetch() requests answered or given up, newest last: late answers to them (it asks
+    /// more than once) are dropped rather than taken for answers to pass upstream.
+    std::deque<uint64_t> m_fetched;
 };
 
 } // namespace rookery::participant
