@@ -133,6 +133,7 @@ private:
     device::SuspendDetector m_suspend;    ///< notices that the computer slept
     std::chrono::milliseconds m_slept{0}; ///< asleep this long in all since the node started
     std::optional<std::chrono::steady_clock::time_point> m_finishedAt;
+    bool m_saidRelayStays = false;
     /// Peers whose values this node refused, for its heartbeats; a refusal wakes the loop,
     /// which reports it at once (CoordinatorClient::report).
     std::shared_ptr<PeerComplaints> m_complaints =

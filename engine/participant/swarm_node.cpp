@@ -214,7 +214,16 @@ bool NodeRun::readyToLeave(const StageProgress &p)
     if (!m_finishedAt)
         m_finishedAt = Clock::now();
     const bool previousGone = m_current->previous.empty() || !m_mesh->isUp(m_current->previous.nodeId);
-    if (previousGone || Clock::now() - *m_finishedAt > std::chrono::seconds(180)) {
+    // A volunteer's relay stays while it carries others' links: they may still be
+    // finishing (a last ring round, the final weights a root gathers), and would lose
+    // them if it left first.
+    const uint64_t relayedPairs = m_relay ? m_relay->counters().pairsActive : 0;
+    if (relayedPairs > 0 && !m_saidRelayStays) {
+        m_saidRelayStays = true;
+        m_node.say("the run is complete; this node's relay still carries " + std::to_string(relayedPairs) +
+                   (relayedPairs == 1 ? " link" : " links") + " for other volunteers: staying until they end");
+    }
+    if ((previousGone && relayedPairs == 0) || Clock::now() - *m_finishedAt > std::chrono::seconds(180)) {
         m_summary.reason = "the run is complete";
         return true;
     }
