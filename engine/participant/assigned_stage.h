@@ -16,6 +16,7 @@
 #include "engine/device/thread_config.h"
 #include "engine/device/work_gate.h"
 #include "engine/net/wire_message.h"
+#include "engine/train/pipeline_window.h"
 #include "engine/train/trainer.h"
 
 namespace rookery::store {
@@ -46,7 +47,7 @@ struct AssignedStageConfig
     /// round trip up to this; at least stages + 1. Staleness grows with it, and accuracy
     /// suffers beyond about 5 (bench_wan: the MLP at 81-83% after 1,500 steps with 4-5 in
     /// flight, 70% with 8).
-    int maxWindow = 5;
+    int maxWindow = train::kDefaultMaxWindow;
     /// Where refusals of a peer's values are counted for the coordinator (null: nowhere).
     std::shared_ptr<PeerComplaints> complaints;
 };

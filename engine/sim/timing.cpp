@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "engine/common/error.h"
+#include "engine/train/pipeline_window.h"
 
 namespace rookery::sim {
 
@@ -49,7 +50,7 @@ double linkRttSeconds(const Volunteer &from, const Volunteer &to, const Network 
 
 PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const model::PartitionOptions &options,
                             const model::Partition &partition, const std::vector<const Volunteer *> &stages,
-                            const Network &network)
+                            const Network &network, int maxWindow)
 {
     const size_t n = partition.stages.size();
     if (n != stages.size() || n == 0)
@@ -77,7 +78,11 @@ PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const mo
         t.computeSeconds.push_back(p.computeSeconds);
         t.stageSeconds.push_back(seconds);
     }
-    t.latencySeconds = std::accumulate(t.stageSeconds.begin(), t.stageSeconds.end(), 0.0) + rtt;
+    const double stageSum = std::accumulate(t.stageSeconds.begin(), t.stageSeconds.end(), 0.0);
+    t.latencySeconds = stageSum + rtt;
+    if (options.inFlight <= 0) // the root's own rule, as it sizes its window from what it measures
+        t.window = train::pipelineWindow(
+            {rtt, stageSum, *std::max_element(t.stageSeconds.begin(), t.stageSeconds.end()), int(n), maxWindow});
     t.microbatchesPerSecond = pipelineMicrobatchesPerSecond(t.stageSeconds, rtt, t.window);
     return t;
 }

@@ -6,6 +6,7 @@
 #include "engine/model/model_spec.h"
 #include "engine/model/partitioner.h"
 #include "engine/sim/population.h"
+#include "engine/train/pipeline_window.h"
 
 namespace rookery::sim {
 
@@ -44,9 +45,11 @@ double linkRttSeconds(const Volunteer &from, const Volunteer &to, const Network 
 /// Times a cluster's pipeline: compute from the partitioner's stage plans (the cost
 /// model on the node's GFLOP/s), transfers of the activations forward and gradients
 /// backward over each link (the partitioner's byte rule), and the window of in-flight
-/// microbatches (the partitioner's: stages + 1).
+/// microbatches: options.inFlight when set, else the root's own rule
+/// (train::pipelineWindow: enough to cover one microbatch's trip, from stages + 1 up to
+/// `maxWindow`).
 PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const model::PartitionOptions &options,
                             const model::Partition &partition, const std::vector<const Volunteer *> &stages,
-                            const Network &network);
+                            const Network &network, int maxWindow = train::kDefaultMaxWindow);
 
 } // namespace rookery::sim

@@ -7,6 +7,10 @@
 
 namespace rookery::train {
 
+/// A node's default cap on microbatches in flight (AssignedStageConfig::maxWindow):
+/// accuracy suffers beyond about 5 (bench_wan).
+constexpr int kDefaultMaxWindow = 5;
+
 /// What the root knows when it sizes its window of microbatches in flight.
 struct WindowInputs
 {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <QtTest>
 
+#include <algorithm>
+#include <cmath>
+
 #include "engine/common/error.h"
 #include "engine/coord/plan_state.h"
 #include "engine/model/model_zoo.h"
@@ -14,6 +17,31 @@
 
 using namespace rookery;
 using namespace rookery::sim;
+
+// The MLP cut after layer 2 over two volunteers of 50 GFLOP/s that upload at
+// `uploadBytesPerSecond` (and download at 1 GB/s), as the partitioner plans it.
+struct TwoMlpStages
+{
+    std::vector<model::LayerCost> costs;
+    model::PartitionOptions options;
+    model::Partition partition;
+    Volunteer a, b;
+
+    explicit TwoMlpStages(double uploadBytesPerSecond)
+    {
+        const auto spec = model::mlpSpec();
+        costs = model::layerCosts(spec, 64);
+        options = model::partitionOptionsFor(spec, 64);
+        for (Volunteer *v : {&a, &b}) {
+            v->gflops = 50;
+            v->upBytesPerSecond = uploadBytesPerSecond;
+            v->downBytesPerSecond = 1e9;
+        }
+        const std::vector<model::StageDevice> devices{{"a", 50, uint64_t(1) << 30, uploadBytesPerSecond},
+                                                      {"b", 50, uint64_t(1) << 30, uploadBytesPerSecond}};
+        partition = model::evaluateCut(costs, devices, options, {2});
+    }
+};
 
 class TestSim : public QObject
 {
@@ -147,24 +175,43 @@ private Q_SLOTS:
 
     void pipelineTimesComeFromTheCostModelAndTheLinks()
     {
-        const auto spec = model::mlpSpec();
-        const auto costs = model::layerCosts(spec, 64);
-        const auto options = model::partitionOptionsFor(spec, 64);
-        Volunteer a, b;
-        a.gflops = b.gflops = 50;
-        a.upBytesPerSecond = b.upBytesPerSecond = 1e6;
-        a.downBytesPerSecond = b.downBytesPerSecond = 1e9;
+        const TwoMlpStages m(1e6);
+        const auto &[costs, options, partition, a, b] = m;
         Network net;
-        const std::vector<model::StageDevice> devices{{"a", 50, uint64_t(1) << 30, 1e6},
-                                                      {"b", 50, uint64_t(1) << 30, 1e6}};
-        const auto partition = model::evaluateCut(costs, devices, options, {2});
         const auto t = timePipeline(costs, options, partition, {&a, &b}, net);
         // With links as slow as each uploader, the stage times are the partitioner's.
         QCOMPARE(t.stageSeconds[0], partition.stages[0].seconds);
         QCOMPARE(t.stageSeconds[1], partition.stages[1].seconds);
+        // Both stages upload as slowly: the trip covers about two bottlenecks, so the
+        // root's rule keeps its floor of stages + 1.
         QCOMPARE(t.window, 3);
         QCOMPARE(t.microbatchesPerSecond,
                  pipelineMicrobatchesPerSecond(t.stageSeconds, net.rttSeconds[0][0], t.window));
+    }
+
+    void theWindowGrowsWithTheRoundTripAsTheRootsDoes()
+    {
+        TwoMlpStages m(1e9);
+        m.b.region = 1;
+        const auto &[costs, options, partition, a, b] = m;
+        for (const double rtt : {0.0, 0.002, 0.05}) {
+            Network net;
+            net.regions = {"near", "far"};
+            net.rttSeconds = {{0, rtt}, {rtt, 0}};
+            const auto t = timePipeline(costs, options, partition, {&a, &b}, net);
+            const double slowest = std::max(t.stageSeconds[0], t.stageSeconds[1]);
+            const double trip = rtt + t.stageSeconds[0] + t.stageSeconds[1];
+            // ceil(trip / slowest), from stages + 1 up to the node's cap of 5.
+            const int expected = std::clamp(int(std::ceil(trip / slowest - 1e-9)), 3, 5);
+            QCOMPARE(t.window, expected);
+            QCOMPARE(t.microbatchesPerSecond, std::min(1 / slowest, expected / trip));
+        }
+        // At 50 ms the trip is many stage times: the cap.
+        Network far;
+        far.regions = {"near", "far"};
+        far.rttSeconds = {{0, 0.05}, {0.05, 0}};
+        QCOMPARE(timePipeline(costs, options, partition, {&a, &b}, far).window, 5);
+        QCOMPARE(timePipeline(costs, options, partition, {&a, &b}, far, 8).window, 8);
     }
 
     void aRingOfKnownBandwidthGivesTheExactAveragingTime()
