@@ -29,7 +29,8 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     }
     launcher::SwarmLauncherSettings s;
     s.nodes = spec.nodes;
-    s.clusterSize = 2;
+    s.clusterSize = spec.clusterSize;
+    s.nodeExtraArgs = spec.nodeExtraArgs;
     s.workDir = work;
     s.datasetDir = defaultFashionMnistDir();
     s.coordinatorArgs = {"--steps",

@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace rookery::bench {
 
 /// One MLP swarm of node processes on loopback (rookery-local-swarm's launcher): its
-/// size, its links and how its clusters average. Clusters are of two stages.
+/// size, its links and how its clusters average.
 struct SwarmBenchSpec
 {
     int rttMs = 0; ///< the WAN emulation's round trip (ROOKERY_WAN_EMULATION)
@@ -20,7 +22,10 @@ struct SwarmBenchSpec
     std::string compression = "none"; ///< the nodes' --peer-compression
     double rateMbit = 50;             ///< the emulated links' cap; 0 with rttMs 0: no emulation at all
     int64_t seed = 1;                 ///< the run's seed (initial weights, data order)
-    int clusters() const { return nodes / 2; }
+    int clusterSize = 2;              ///< stages per cluster
+    /// Extra arguments for node i (counted from 1), e.g. {"--cpu-percent", "50"}.
+    std::map<int, std::vector<std::string>> nodeExtraArgs;
+    int clusters() const { return nodes / clusterSize; }
 };
 
 struct SwarmBenchOutcome

@@ -276,6 +276,8 @@ void SwarmLauncher::start(std::chrono::seconds timeout)
         if (d->statusPort > 0) // for the peer graph of a desktop attached to the node
             c.args.insert(c.args.end(), {"--status-port", std::to_string(d->statusPort)});
         c.args.insert(c.args.end(), s.nodeArgs.begin(), s.nodeArgs.end());
+        if (const auto it = s.nodeExtraArgs.find(i + 1); it != s.nodeExtraArgs.end())
+            c.args.insert(c.args.end(), it->second.begin(), it->second.end());
         if (const auto it = s.nodeEnvironment.find(i + 1); it != s.nodeEnvironment.end())
             c.env = it->second;
         spawn(c);

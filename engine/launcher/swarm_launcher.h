@@ -23,6 +23,8 @@ struct SwarmLauncherSettings
     std::filesystem::path datasetDir;
     std::vector<std::string> coordinatorArgs; ///< e.g. --model, --steps, --averaging-interval
     std::vector<std::string> nodeArgs;        ///< e.g. --max-cores 1
+    /// Extra arguments for node i (counted from 1), after nodeArgs: e.g. a CPU cap for one.
+    std::map<int, std::vector<std::string>> nodeExtraArgs;
     bool restartCrashed = true;               ///< a node killed by a signal is started again (it resumes)
     /// Extra NAME=VALUE environment entries for node i (counted from 1): testing options
     /// such as ROOKERY_TESTING_MISBEHAVE for one node of the swarm.

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// bench_sim_validation: does rookery-sim predict real swarms? Real MLP swarms of node
+// processes on loopback (rookery-local-swarm's launcher) against the simulator's
+// prediction for the same volunteers and settings (issue 19):
+//   1x2  one cluster of two stages;
+//   2x1  two clusters of one stage, averaging every 10 steps (a ring and nothing else);
+//   2x2  two clusters of two stages, averaging every 10 steps;
+//   4x1  four clusters of one stage, averaging every 10 steps;
+//   1x2 with node 2 capped at half its CPU (--cpu-percent 50);
+//   1x2 behind the WAN emulation: 50 ms round trip, 50 Mbit/s links.
+// Each line prints real and predicted samples/s and the error; key `max_error` is the
+// worst of the six.
+//
+// What the simulator is told: each volunteer's compute in GFLOP/s, one number. The cost
+// model's FLOPs are not what the MLP costs on this CPU (small layers, framework
+// overhead), and on one machine the node processes share its cores, so calibration
+// runs come first: n clusters of one stage that never average (no links, only n
+// processes training at once; n = 1, 2, 4) give what one process trains beside n - 1
+// others, turned into the GFLOP/s at which the simulator's lone stage trains as fast.
+// Each case's volunteers get the figure for its number of processes, times their CPU
+// cap. Links: 0.47 GB/s and 0.2 ms on loopback (bench_transport's TLS link), or the
+// WAN emulation's 50 Mbit/s and 50 ms. Nothing is fitted to the cases themselves.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "bench/support/bench_report.h"
+#include "bench/support/swarm_bench_run.h"
+#include "engine/common/error.h"
+#include "engine/common/format.h"
+#include "engine/sim/simulator.h"
+
+using namespace rookery;
+
+namespace {
+
+constexpr double kLoopbackBytesPerSecond = 0.47e9; // bench_transport's TLS link
+constexpr double kLoopbackRttSeconds = 0.0002;
+
+struct Case
+{
+    std::string name;
+    bench::SwarmBenchSpec spec;
+    double cpuCapOfNode2 = 1; ///< 0.5: node 2 runs with --cpu-percent 50
+};
+
+// The simulator's steady rate for the case: every volunteer online throughout, the
+// plan made once, and the clusters' rates (averaging included) summed at the end.
+double predict(const Case &c, const std::map<int, double> &gflopsByProcesses, double loopbackBytesPerSecond)
+{
+    sim::Population population;
+    const bool wan = c.spec.rttMs > 0;
+    population.network.regions = {"this machine"};
+    population.network.rttSeconds = {{wan ? c.spec.rttMs / 1000.0 : kLoopbackRttSeconds}};
+    const double hours = 0.05;
+    const double gflops = gflopsByProcesses.at(c.spec.nodes);
+    for (int i = 0; i < c.spec.nodes; ++i) {
+        sim::Volunteer v;
+        v.gflops = gflops * (i == 1 ? c.cpuCapOfNode2 : 1);
+        v.upBytesPerSecond = v.downBytesPerSecond = wan ? c.spec.rateMbit * 1e6 / 8 : loopbackBytesPerSecond;
+        v.sessions = {{0, hours * 3600}};
+        population.volunteers.push_back(v);
+    }
+    sim::SimConfig config;
+    config.clusterSize = c.spec.clusterSize;
+    config.averagingInterval = int(c.spec.averagingInterval);
+    config.microbatch = bench::kSwarmBenchBatch;
+    config.hours = hours;
+    config.bucketSeconds = 60;
+    sim::Simulator simulator(std::move(population), config);
+    const sim::SimResult r = simulator.run();
+    double rate = 0;
+    for (const auto &cluster : r.clusters)
+        rate += cluster.samplesPerSecond;
+    return rate;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const auto opts = bench::parseBenchOptions(
+        argc, argv, "bench_sim_validation",
+        "Real MLP swarms on loopback (1x2, 2x2, 4x1, a stage at half speed, 50 ms links) against rookery-sim's "
+        "prediction.");
+    try {
+        bench::BenchReport report("bench_sim_validation", opts.quick);
+        const int64_t steps = opts.quick ? 300 : 1500;
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        const auto work =
+            std::filesystem::temp_directory_path() / ("rookery-bench-sim-validation-" + std::to_string(getpid()));
+        std::printf("MLP, microbatch %lld, %lld steps per cluster, %u cores, every node --max-cores 1\n",
+                    (long long)bench::kSwarmBenchBatch, (long long)steps, cores);
+
+        auto spec = [](int nodes, int clusterSize) {
+            bench::SwarmBenchSpec s;
+            s.nodes = nodes;
+            s.clusterSize = clusterSize;
+            s.rateMbit = 0; // no emulation
+            return s;
+        };
+        auto runReal = [&](const Case &c) {
+            std::filesystem::remove_all(work);
+            const auto o = bench::runSwarmBench(c.spec, steps, steps, work);
+            std::filesystem::remove_all(work);
+            return o.samplesPerSecond;
+        };
+
+        // Calibration: what one node process trains alone, when n of them train at once on
+        // this machine (n clusters of one stage that never average: no links, only the
+        // contention for cores, caches and memory), turned into the GFLOP/s at which the
+        // simulator's lone stage trains as fast. The cases below then get the figure for
+        // their own number of processes.
+        const double unit = predict({"unit", spec(1, 1)}, std::map<int, double>{{1, 1.0}},
+                                    kLoopbackBytesPerSecond); // samples/s at 1 GFLOP/s
+        if (!(unit > 0))
+            throw Error("the simulator predicts nothing for one node of 1 GFLOP/s");
+        std::map<int, double> gflops; // by processes at once
+        for (const int n : {1, 2, 4}) {
+            Case alone{std::to_string(n) + "x1_alone", spec(n, 1)};
+            alone.spec.averagingInterval = steps * 10; // no round until the end
+            const double perProcess = runReal(alone) / n;
+            gflops[n] = perProcess / unit;
+            std::printf("  calibration, %d at once: %s samples/s per process, so %.2f GFLOP/s each\n", n,
+                        format::count(int64_t(perProcess)).c_str(), gflops[n]);
+            report.add("calibration_" + std::to_string(n) + "_at_once_per_process", perProcess);
+        }
+
+        std::vector<Case> cases{{"1x2", spec(2, 2)}, {"2x1", spec(2, 1)}, {"2x2", spec(4, 2)}, {"4x1", spec(4, 1)}};
+        Case capped{"1x2_half_speed_stage", spec(2, 2), 0.5};
+        capped.spec.nodeExtraArgs[2] = {"--cpu-percent", "50"};
+        cases.push_back(capped);
+        Case wan{"1x2_50ms", spec(2, 2)};
+        wan.spec.rttMs = 50;
+        wan.spec.rateMbit = 50;
+        cases.push_back(wan);
+
+        double maxError = 0, worstReal = 0, worstPredicted = 0;
+        std::string worst;
+        for (const Case &c : cases) {
+            const double real = runReal(c);
+            const double predicted = predict(c, gflops, kLoopbackBytesPerSecond);
+            const double error = std::abs(predicted - real) / real;
+            std::printf("  %-22s real %8s samples/s, predicted %8s, error %5.1f%%\n", c.name.c_str(),
+                        format::count(int64_t(real)).c_str(), format::count(int64_t(predicted)).c_str(), error * 100);
+            std::fflush(stdout);
+            report.add("real_" + c.name, real);
+            report.add("predicted_" + c.name, predicted);
+            report.add("error_" + c.name, error);
+            if (error >= maxError) {
+                maxError = error;
+                worst = c.name;
+                worstReal = real;
+                worstPredicted = predicted;
+            }
+        }
+        // The main figure: the worst case's prediction (measured) against its real rate (baseline).
+        report.setResult(worstReal, worstPredicted, "samples/s", "worst_predicted_over_real");
+        report.add("max_error", maxError);
+        report.add("worst_case", worst);
+        report.add("target_max_error", 0.2);
+        report.finish(opts.jsonPath);
+        return 0;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bench_sim_validation: %s\n", e.what());
+        return 1;
+    }
+}
