@@ -111,6 +111,10 @@ int main(int argc, char **argv)
     cli::addNumber(app, "--up-mbit", upMbit, 0.1, 1e5, "MBIT", "generator: median upload");
     cli::addNumber(app, "--down-mbit", downMbit, 0.1, 1e5, "MBIT", "generator: median download");
     cli::addNumber(app, "--relayed-share", gen.relayedShare, 0, 1, "P", "generator: share of volunteers behind NAT");
+    double rttMs = -1;
+    cli::addNumber(app, "--rtt-ms", rttMs, 0, 10'000, "MS",
+                   "generator: every volunteer in one region with this round trip (a LAN: 1)")
+        ->default_str("four regions, 25-300 ms apart");
     cli::addNumber(app, "--session-hours", gen.sessionMeanHours, 0.01, 1e4, "H", "generator: mean session length");
     cli::addNumber(app, "--off-hours", gen.offMeanHours, 0.01, 1e4, "H", "generator: mean time away between sessions");
     cli::addNumber(app, "--pauses-per-hour", gen.pausesPerHour, 0, 1000, "N", "generator: user-activity pauses");
@@ -137,9 +141,10 @@ int main(int argc, char **argv)
     try {
         if (cli::parse(app, argc, argv) != cli::Outcome::Run)
             return 0;
-        // The options above take Mbit/s and minutes; the engine takes bytes and seconds.
+        // The options above take Mbit/s, ms and minutes; the engine takes bytes and seconds.
         gen.upMedianBytesPerSecond = upMbit * 1e6 / 8;
         gen.downMedianBytesPerSecond = downMbit * 1e6 / 8;
+        gen.rttSeconds = rttMs < 0 ? -1 : rttMs / 1000;
         config.bucketSeconds = bucketMinutes * 60;
         gen.hours = config.hours;
         gen.seed = config.seed;

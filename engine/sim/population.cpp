@@ -103,6 +103,11 @@ Population generatePopulation(const GeneratorOptions &o)
 {
     Population p;
     p.network = defaultNetwork();
+    const bool oneRegion = o.rttSeconds >= 0;
+    if (oneRegion) {
+        p.network.regions = {"one region"};
+        p.network.rttSeconds = {{o.rttSeconds}};
+    }
     std::mt19937_64 rng(o.seed);
     std::lognormal_distribution<double> gflops(std::log(o.gflopsMedian), o.gflopsSigma);
     std::lognormal_distribution<double> memory(std::log(o.memoryMedianBytes), o.memorySigma);
@@ -117,7 +122,9 @@ Population generatePopulation(const GeneratorOptions &o)
         v.memoryBytes = int64_t(memory(rng));
         v.downBytesPerSecond = down(rng);
         v.upBytesPerSecond = std::min(v.downBytesPerSecond, up(rng));
-        v.region = region(rng);
+        v.region = region(rng); // drawn either way, so that one region changes nothing else
+        if (oneRegion)
+            v.region = 0;
         v.relayed = relayed(rng);
         makeAvailability(rng, o, o.hours * kHour, v);
     }

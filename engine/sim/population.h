@@ -60,6 +60,9 @@ struct GeneratorOptions
     double upMedianBytesPerSecond = 20e6 / 8;    ///< 20 Mbit/s
     double bandwidthSigma = 0.8;
     double relayedShare = 0.3;
+    /// >= 0: every volunteer in one region with this round trip (a LAN: about 0.001),
+    /// the same volunteers otherwise; < 0: the four regions of defaultNetwork().
+    double rttSeconds = -1;
     double sessionMeanHours = 6; ///< Weibull ON periods
     double sessionShape = 0.7;
     double offMeanHours = 4; ///< Weibull OFF periods (sleep, switched off)

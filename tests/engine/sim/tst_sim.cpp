@@ -152,6 +152,34 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, runSweep(steady(2), config(0.01, 1), SweepAxes{{1}, {0}}));
     }
 
+    void aOneRegionPopulationKeepsTheSameVolunteers()
+    {
+        GeneratorOptions o;
+        o.volunteers = 50;
+        o.hours = 2;
+        const Population regions = generatePopulation(o);
+        o.rttSeconds = 0.001;
+        const Population lan = generatePopulation(o);
+        QCOMPARE(regions.network.regions.size(), size_t(4));
+        QCOMPARE(lan.network.regions.size(), size_t(1));
+        QCOMPARE(lan.network.rttSeconds, std::vector<std::vector<double>>{{0.001}});
+        bool spread = false;
+        for (size_t i = 0; i < lan.volunteers.size(); ++i) {
+            const Volunteer &a = regions.volunteers[i], &b = lan.volunteers[i];
+            QCOMPARE(b.region, 0);
+            spread = spread || a.region != 0;
+            QCOMPARE(b.gflops, a.gflops);
+            QCOMPARE(b.upBytesPerSecond, a.upBytesPerSecond);
+            QCOMPARE(b.relayed, a.relayed);
+            QCOMPARE(b.sessions.size(), a.sessions.size());
+            QCOMPARE(b.departsAt, a.departsAt);
+        }
+        QVERIFY(spread); // the default population does use the other regions
+        QCOMPARE(linkRttSeconds(lan.volunteers[0], lan.volunteers[1], lan.network),
+                 0.001 + ((lan.volunteers[0].relayed || lan.volunteers[1].relayed) ? lan.network.relayExtraRttSeconds
+                                                                                   : 0.0));
+    }
+
     void eventsComeInTimeOrderAndTiesInInsertionOrder()
     {
         EventQueue q;
