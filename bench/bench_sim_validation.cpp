@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 {
     const auto opts = bench::parseBenchOptions(
         argc, argv, "bench_sim_validation",
-        "Real MLP swarms on loopback (1x2, 2x2, 4x1, a stage at half speed, 50 ms links) against rookery-sim's "
+        "Real MLP swarms on loopback (1x2, 2x1, 2x2, 4x1, a stage at half speed, 50 ms links) against rookery-sim's "
         "prediction.");
     try {
         bench::BenchReport report("bench_sim_validation", opts.quick);
