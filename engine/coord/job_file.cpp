@@ -140,12 +140,16 @@ struct LayerType
     const char *name;
     model::LayerKind kind;
 };
-constexpr std::array<LayerType, 6> kLayerTypes{{{"flatten", model::LayerKind::Flatten},
-                                                {"linear", model::LayerKind::Linear},
-                                                {"relu", model::LayerKind::ReLU},
-                                                {"conv2d", model::LayerKind::Conv2d},
-                                                {"maxpool2d", model::LayerKind::MaxPool2d},
-                                                {"residual", model::LayerKind::Residual}}};
+constexpr std::array<LayerType, 10> kLayerTypes{{{"flatten", model::LayerKind::Flatten},
+                                                 {"linear", model::LayerKind::Linear},
+                                                 {"relu", model::LayerKind::ReLU},
+                                                 {"gelu", model::LayerKind::GELU},
+                                                 {"tanh", model::LayerKind::Tanh},
+                                                 {"conv2d", model::LayerKind::Conv2d},
+                                                 {"maxpool2d", model::LayerKind::MaxPool2d},
+                                                 {"avgpool2d", model::LayerKind::AvgPool2d},
+                                                 {"layernorm", model::LayerKind::LayerNorm},
+                                                 {"residual", model::LayerKind::Residual}}};
 
 void readLayer(Reader &r, const json &j, const std::string &field, model::LayerSpec &layer)
 {
@@ -183,6 +187,7 @@ void readLayer(Reader &r, const json &j, const std::string &field, model::LayerS
         }
         break;
     case model::LayerKind::MaxPool2d:
+    case model::LayerKind::AvgPool2d:
         if (r.object(j, field, {"type", "kernel", "stride"})) {
             r.integer(j, field, "kernel", layer.kernel, 1, 64, true);
             layer.stride = layer.kernel; // as PyTorch's default
@@ -199,8 +204,14 @@ void readLayer(Reader &r, const json &j, const std::string &field, model::LayerS
                 r.problem(field + ".kernel", "must be odd (the block keeps its input's height and width)");
         }
         break;
+    case model::LayerKind::LayerNorm:
+        if (r.object(j, field, {"type", "features"}))
+            r.integer(j, field, "features", layer.in, 1, 1 << 20, true);
+        break;
     case model::LayerKind::Flatten:
     case model::LayerKind::ReLU:
+    case model::LayerKind::GELU:
+    case model::LayerKind::Tanh:
         r.object(j, field, {"type"});
         break;
     }

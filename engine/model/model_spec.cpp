@@ -32,6 +32,26 @@ LayerEffect applyLayer(size_t index, const LayerSpec &layer, const Shape &in)
         e.out = in;
         e.flopsPerSample = double(in.elements());
         return e;
+    // Element-wise costs are estimates, in FLOPs per value: erf's polynomial for GELU,
+    // tanh's; a norm's mean, variance, normalisation, scale and shift.
+    case LayerKind::GELU:
+        e.out = in;
+        e.flopsPerSample = 8.0 * double(in.elements());
+        return e;
+    case LayerKind::Tanh:
+        e.out = in;
+        e.flopsPerSample = 4.0 * double(in.elements());
+        return e;
+    case LayerKind::LayerNorm:
+        if (layer.in <= 0)
+            badLayer(index, layer, "its normalised size must be positive");
+        if (in.dims.empty() || in.dims.back() != layer.in)
+            badLayer(index, layer,
+                     "normalises the last " + std::to_string(layer.in) + " values but receives " + in.describe());
+        e.out = in;
+        e.parameters = 2 * layer.in;
+        e.flopsPerSample = 8.0 * double(in.elements());
+        return e;
     case LayerKind::Linear:
         if (layer.in <= 0 || layer.out <= 0)
             badLayer(index, layer, "features must be positive");
@@ -56,7 +76,8 @@ LayerEffect applyLayer(size_t index, const LayerSpec &layer, const Shape &in)
         e.flopsPerSample = 2.0 * double(layer.in * layer.kernel * layer.kernel) * double(layer.out * h * w);
         return e;
     }
-    case LayerKind::MaxPool2d: {
+    case LayerKind::MaxPool2d:
+    case LayerKind::AvgPool2d: {
         if (layer.kernel <= 0 || layer.stride <= 0)
             badLayer(index, layer, "kernel and stride must be positive");
         if (in.dims.size() != 3)
@@ -103,6 +124,14 @@ std::string_view layerKindName(LayerKind kind)
         return "MaxPool2d";
     case LayerKind::Residual:
         return "Residual";
+    case LayerKind::GELU:
+        return "GELU";
+    case LayerKind::Tanh:
+        return "Tanh";
+    case LayerKind::AvgPool2d:
+        return "AvgPool2d";
+    case LayerKind::LayerNorm:
+        return "LayerNorm";
     }
     return "Unknown";
 }
@@ -117,7 +146,10 @@ std::string LayerSpec::describe() const
         return name + "(" + std::to_string(in) + "->" + std::to_string(out) + ", k" + std::to_string(kernel) + " s" +
                std::to_string(stride) + " p" + std::to_string(padding) + ")";
     case LayerKind::MaxPool2d:
+    case LayerKind::AvgPool2d:
         return name + "(k" + std::to_string(kernel) + " s" + std::to_string(stride) + ")";
+    case LayerKind::LayerNorm:
+        return name + "(" + std::to_string(in) + ")";
     case LayerKind::Residual:
         return name + "(" + std::to_string(in) + ", k" + std::to_string(kernel) + ")";
     default:

@@ -11,7 +11,18 @@ namespace rookery::model {
 /// Residual: a block y = relu(x + conv(relu(conv(x)))) of two `kernel` x `kernel`
 /// convolutions over `in` channels (stride 1, "same" padding), one unit for the
 /// partitioner, which cuts between layers only: never inside the block.
-enum class LayerKind { Flatten, Linear, ReLU, Conv2d, MaxPool2d, Residual };
+/// GELU (exact, erf) and Tanh: element-wise activations. AvgPool2d: as MaxPool2d, the
+/// mean of each window. LayerNorm: normalises over the last dimension, of `in` values,
+/// with a learnt scale and shift (PyTorch's LayerNorm, eps 1e-5).
+enum class LayerKind { Flatten, Linear, ReLU, Conv2d, MaxPool2d, Residual, GELU, Tanh, AvgPool2d, LayerNorm };
+
+/// LayerNorm's epsilon, the same in the module and the explicit-weight path.
+inline constexpr double kLayerNormEps = 1e-5;
+
+/// Every kind, in declaration order (for parsers and listings).
+inline constexpr LayerKind kAllLayerKinds[] = {
+    LayerKind::Flatten,  LayerKind::Linear, LayerKind::ReLU, LayerKind::Conv2d,    LayerKind::MaxPool2d,
+    LayerKind::Residual, LayerKind::GELU,   LayerKind::Tanh, LayerKind::AvgPool2d, LayerKind::LayerNorm};
 
 std::string_view layerKindName(LayerKind kind);
 
@@ -19,10 +30,10 @@ std::string_view layerKindName(LayerKind kind);
 struct LayerSpec
 {
     LayerKind kind = LayerKind::ReLU;
-    int64_t in = 0;  ///< Linear: input features; Conv2d, Residual: input channels
+    int64_t in = 0;  ///< Linear: input features; Conv2d, Residual: input channels; LayerNorm: normalised size
     int64_t out = 0; ///< Linear: output features; Conv2d: output channels; Residual: = in
-    int kernel = 0;  ///< Conv2d, MaxPool2d, Residual (odd)
-    int stride = 1;  ///< Conv2d, MaxPool2d
+    int kernel = 0;  ///< Conv2d, MaxPool2d, AvgPool2d, Residual (odd)
+    int stride = 1;  ///< Conv2d, MaxPool2d, AvgPool2d
     int padding = 0; ///< Conv2d
 
     bool operator==(const LayerSpec &) const = default;

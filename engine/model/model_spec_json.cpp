@@ -13,8 +13,7 @@ using nlohmann::json;
 
 LayerKind kindFromName(const std::string &name)
 {
-    for (auto kind : {LayerKind::Flatten, LayerKind::Linear, LayerKind::ReLU, LayerKind::Conv2d, LayerKind::MaxPool2d,
-                      LayerKind::Residual})
+    for (auto kind : kAllLayerKinds)
         if (layerKindName(kind) == name)
             return kind;
     throw Error("model spec: unknown layer kind '" + name + "'");
@@ -33,7 +32,9 @@ std::string toJson(const ModelSpec &spec)
         }
         if (l.kind == LayerKind::Residual)
             j["kernel"] = l.kernel;
-        if (l.kind == LayerKind::Conv2d || l.kind == LayerKind::MaxPool2d) {
+        if (l.kind == LayerKind::LayerNorm)
+            j["in"] = l.in;
+        if (l.kind == LayerKind::Conv2d || l.kind == LayerKind::MaxPool2d || l.kind == LayerKind::AvgPool2d) {
             j["kernel"] = l.kernel;
             j["stride"] = l.stride;
         }

@@ -55,6 +55,20 @@ LayerStackImpl::LayerStackImpl(const model::ModelSpec &spec, size_t firstIndex, 
         case LayerKind::ReLU:
             m_layers.emplace_back(register_module(name, torch::nn::ReLU()));
             break;
+        case LayerKind::GELU:
+            m_layers.emplace_back(register_module(name, torch::nn::GELU()));
+            break;
+        case LayerKind::Tanh:
+            m_layers.emplace_back(register_module(name, torch::nn::Tanh()));
+            break;
+        case LayerKind::LayerNorm: // scale 1, shift 0, as PyTorch starts them
+            m_layers.emplace_back(register_module(
+                name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({l.in}).eps(model::kLayerNormEps))));
+            break;
+        case LayerKind::AvgPool2d:
+            m_layers.emplace_back(
+                register_module(name, torch::nn::AvgPool2d(torch::nn::AvgPool2dOptions(l.kernel).stride(l.stride))));
+            break;
         case LayerKind::Linear: {
             auto m = register_module(name, torch::nn::Linear(l.in, l.out));
             initUniform(*m, l.in, seed, index);

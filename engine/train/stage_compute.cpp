@@ -72,6 +72,19 @@ torch::Tensor StageCompute::run(torch::Tensor x, const std::vector<torch::Tensor
         case LayerKind::ReLU:
             x = torch::relu(x);
             break;
+        case LayerKind::GELU:
+            x = torch::gelu(x);
+            break;
+        case LayerKind::Tanh:
+            x = torch::tanh(x);
+            break;
+        case LayerKind::LayerNorm:
+            x = torch::layer_norm(x, {l.in}, w[size_t(layer.weight)], w[size_t(layer.weight) + 1],
+                                  model::kLayerNormEps);
+            break;
+        case LayerKind::AvgPool2d:
+            x = torch::avg_pool2d(x, {l.kernel, l.kernel}, {l.stride, l.stride});
+            break;
         case LayerKind::Linear:
             x = torch::nn::functional::linear(x, w[size_t(layer.weight)], w[size_t(layer.weight) + 1]);
             break;

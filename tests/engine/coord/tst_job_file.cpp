@@ -92,8 +92,8 @@ private Q_SLOTS:
         row("layer not an object", "/model/layers/0", "\"flatten\"", "model.layers[0]: must be an object");
         row("layer type missing", "/model/layers/0/type", "", "model.layers[0].type: is missing");
         row("unknown layer type", "/model/layers/2/type", "\"attention\"",
-            "model.layers[2].type: unknown layer type 'attention' (known: flatten, linear, relu, conv2d, maxpool2d, "
-            "residual)");
+            "model.layers[2].type: unknown layer type 'attention' (known: flatten, linear, relu, gelu, tanh, conv2d, "
+            "maxpool2d, avgpool2d, layernorm, residual)");
         row("layer field unknown", "/model/layers/2/heads", "4",
             "model.layers[2].heads: unknown field (known here: type)");
         row("linear out fraction", "/model/layers/1/out", "512.5",
@@ -163,6 +163,36 @@ private Q_SLOTS:
         const auto chained = problemsOf(bad.dump()).join(QLatin1Char('\n'));
         QVERIFY2(chained.contains(QLatin1String("model layer 2 (Residual(16, k3)): expects 16 input channels")),
                  qPrintable(chained));
+    }
+
+    void normsActivationsAndAveragePoolingAreRead()
+    {
+        json job = json::parse(R"({"rookery_job": 1, "name": "n", "steps": 10, "model": {"input": [1, 28, 28],
+            "classes": 10, "layers": [{"type": "conv2d", "in": 1, "out": 4, "kernel": 3, "padding": 1},
+            {"type": "gelu"}, {"type": "avgpool2d", "kernel": 2}, {"type": "tanh"}, {"type": "flatten"},
+            {"type": "linear", "in": 784, "out": 32}, {"type": "layernorm", "features": 32},
+            {"type": "linear", "in": 32, "out": 10}]}})");
+        const QStringList none = problemsOf(job.dump());
+        QVERIFY2(none.isEmpty(), qPrintable(none.join(QLatin1Char('\n'))));
+        const auto parsed = coord::parseJob(job.dump(), "n.json");
+        const auto &layers = parsed.run.model.layers;
+        QCOMPARE(layers[1].kind, model::LayerKind::GELU);
+        QCOMPARE(layers[2].kind, model::LayerKind::AvgPool2d);
+        QCOMPARE(layers[2].stride, 2); // the kernel, as PyTorch's default
+        QCOMPARE(layers[3].kind, model::LayerKind::Tanh);
+        QCOMPARE(layers[6].kind, model::LayerKind::LayerNorm);
+        QCOMPARE(layers[6].in, int64_t(32));
+        job["model"]["layers"][6].erase("features");
+        QVERIFY2(problemsOf(job.dump()).join(QLatin1Char('\n')).contains("model.layers[6].features: is missing"),
+                 qPrintable(problemsOf(job.dump()).join(QLatin1Char('\n'))));
+        job["model"]["layers"][6]["features"] = 16;
+        QVERIFY2(problemsOf(job.dump())
+                     .join(QLatin1Char('\n'))
+                     .contains("model layer 6 (LayerNorm(16)): normalises the last 16 values but receives 32"),
+                 qPrintable(problemsOf(job.dump()).join(QLatin1Char('\n'))));
+        job["model"]["layers"][1]["alpha"] = 1;
+        QVERIFY2(problemsOf(job.dump()).join(QLatin1Char('\n')).contains("model.layers[1].alpha: unknown field"),
+                 qPrintable(problemsOf(job.dump()).join(QLatin1Char('\n'))));
     }
 
     void everyProblemIsReportedAtOnce()

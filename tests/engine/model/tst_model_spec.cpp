@@ -67,6 +67,46 @@ private Q_SLOTS:
         }
     }
 
+    // GELU and Tanh keep their input's shape; AvgPool2d shapes as MaxPool2d does;
+    // LayerNorm normalises the last dimension, holds a scale and a shift per value of it
+    // and is refused on a size that is not its input's last. All survive the JSON.
+    void normsActivationsAndAveragePooling()
+    {
+        ModelSpec s;
+        s.name = "normed";
+        s.input = Shape{{8, 14, 14}};
+        s.classes = 10;
+        s.layers = {{LayerKind::GELU},          {LayerKind::AvgPool2d, 0, 0, 2, 2, 0}, {LayerKind::Tanh},
+                    {LayerKind::Flatten},       {LayerKind::Linear, 8 * 7 * 7, 64},    {LayerKind::LayerNorm, 64},
+                    {LayerKind::Linear, 64, 10}};
+        const auto costs = layerCosts(s, 2);
+        QCOMPARE(costs[0].outputShape, (Shape{{8, 14, 14}}));
+        QCOMPARE(costs[0].parameters, int64_t(0));
+        QCOMPARE(costs[1].outputShape, (Shape{{8, 7, 7}}));
+        QCOMPARE(costs[1].forwardFlops, 8.0 * 7 * 7 * 4 * 2); // a 2x2 window per output
+        QCOMPARE(costs[2].outputShape, (Shape{{8, 7, 7}}));
+        QCOMPARE(costs[5].outputShape, (Shape{{64}}));
+        QCOMPARE(costs[5].parameters, int64_t(2 * 64));
+        QCOMPARE(parameterCount(s), int64_t(8 * 7 * 7 * 64 + 64 + 2 * 64 + 64 * 10 + 10));
+        QCOMPARE(s.layers[1].describe(), std::string("AvgPool2d(k2 s2)"));
+        QCOMPARE(s.layers[5].describe(), std::string("LayerNorm(64)"));
+        QCOMPARE(s.layers[0].describe(), std::string("GELU"));
+        QVERIFY(modelSpecFromJson(toJson(s)) == s);
+        ModelSpec b = s;
+        b.layers[5].in = 32;
+        try {
+            validate(b);
+            QFAIL("a LayerNorm of the wrong size was accepted");
+        } catch (const Error &e) {
+            QVERIFY2(std::string(e.what()).find("model layer 5 (LayerNorm(32)): normalises the last 32 values but "
+                                                "receives 64") != std::string::npos,
+                     e.what());
+        }
+        b = s;
+        b.layers[1].kernel = 16; // larger than 14x14
+        QVERIFY_THROWS_EXCEPTION(Error, validate(b));
+    }
+
     void rejectsMismatchedLayers()
     {
         ModelSpec bad = mlpSpec();

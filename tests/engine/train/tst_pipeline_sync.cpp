@@ -38,26 +38,37 @@ double worstRelativeDifference(const std::vector<NamedTensor> &a, const std::vec
     return worst;
 }
 
-// A zoo model by name, or "residual": a small CNN of residual blocks (each one unit
-// the pipeline may not cut inside), so the stages' explicit-weight path is checked
-// against the block's module.
+// A zoo model by name; "residual": a small CNN of residual blocks (each one unit the
+// pipeline may not cut inside); "normed": GELU, average pooling, Tanh and a LayerNorm.
+// So the stages' explicit-weight path is checked against each layer's module.
 model::ModelSpec specNamed(const QString &name)
 {
-    if (name != QLatin1String("residual"))
-        return model::modelByName(name.toStdString());
     using model::LayerKind;
     model::ModelSpec s;
-    s.name = "residual";
+    s.name = name.toStdString();
     s.input = model::Shape{{1, 28, 28}};
     s.classes = 10;
-    s.layers = {{LayerKind::Conv2d, 1, 8, 3, 1, 1},
-                {LayerKind::ReLU},
-                {LayerKind::Residual, 8, 8, 3, 1, 0},
-                {LayerKind::MaxPool2d, 0, 0, 2, 2, 0},
-                {LayerKind::Residual, 8, 8, 3, 1, 0},
-                {LayerKind::MaxPool2d, 0, 0, 2, 2, 0},
-                {LayerKind::Flatten},
-                {LayerKind::Linear, 8 * 7 * 7, 10}};
+    if (name == QLatin1String("normed"))
+        s.layers = {{LayerKind::Conv2d, 1, 4, 3, 1, 1},
+                    {LayerKind::GELU},
+                    {LayerKind::AvgPool2d, 0, 0, 2, 2, 0},
+                    {LayerKind::Tanh},
+                    {LayerKind::Flatten},
+                    {LayerKind::Linear, 4 * 14 * 14, 64},
+                    {LayerKind::LayerNorm, 64},
+                    {LayerKind::GELU},
+                    {LayerKind::Linear, 64, 10}};
+    else if (name == QLatin1String("residual"))
+        s.layers = {{LayerKind::Conv2d, 1, 8, 3, 1, 1},
+                    {LayerKind::ReLU},
+                    {LayerKind::Residual, 8, 8, 3, 1, 0},
+                    {LayerKind::MaxPool2d, 0, 0, 2, 2, 0},
+                    {LayerKind::Residual, 8, 8, 3, 1, 0},
+                    {LayerKind::MaxPool2d, 0, 0, 2, 2, 0},
+                    {LayerKind::Flatten},
+                    {LayerKind::Linear, 8 * 7 * 7, 10}};
+    else
+        return model::modelByName(s.name);
     return s;
 }
 
@@ -96,6 +107,8 @@ private Q_SLOTS:
         QTest::newRow("cnn 3 stages sgd") << "cnn" << std::vector<size_t>{3, 7} << sgd << 15;
         QTest::newRow("residual 2 stages sgd") << "residual" << std::vector<size_t>{2} << sgd << 15;
         QTest::newRow("residual 3 stages adamw") << "residual" << std::vector<size_t>{3, 5} << adamw << 15;
+        QTest::newRow("normed 2 stages sgd") << "normed" << std::vector<size_t>{3} << sgd << 15;
+        QTest::newRow("normed 3 stages adamw") << "normed" << std::vector<size_t>{2, 6} << adamw << 15;
     }
 
     void matchesUnsplitTrainer()
