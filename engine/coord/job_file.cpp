@@ -15,6 +15,7 @@
 #include "engine/common/error.h"
 #include "engine/common/secret_token.h"
 #include "engine/model/model_zoo.h"
+#include "engine/model/partitioner.h"
 
 namespace rookery::coord {
 namespace {
@@ -150,6 +151,35 @@ constexpr std::array<LayerType, 10> kLayerTypes{{{"flatten", model::LayerKind::F
                                                  {"avgpool2d", model::LayerKind::AvgPool2d},
                                                  {"layernorm", model::LayerKind::LayerNorm},
                                                  {"residual", model::LayerKind::Residual}}};
+
+// The most a job may expect of one cluster: the coordinator's largest --cluster-size,
+// and volunteers of a well-equipped desktop's memory.
+constexpr size_t kMostStages = 64;
+constexpr uint64_t kMostVolunteerBytes = uint64_t(64) << 30;
+
+// Why no cluster could ever hold `run`'s model (its weights, gradients, optimizer state
+// and activations in flight, as the planner counts them), or empty when one could: it
+// fits one such volunteer, or the most stages such volunteers can make of it.
+std::string tooBigForAnyCluster(const RunConfig &run)
+{
+    const auto costs = model::layerCosts(run.model, run.microbatch);
+    const double copies =
+        run.optimizer.kind == train::OptimizerKind::AdamW ? 2.0 : (run.optimizer.momentum > 0 ? 1.0 : 0.0);
+    const auto options = model::partitionOptionsFor(run.model, run.microbatch, copies);
+    const auto volunteers = [](size_t n) {
+        return std::vector<model::StageDevice>(n, model::StageDevice{"a volunteer", 50, kMostVolunteerBytes});
+    };
+    if (model::tryPartitionLayers(costs, volunteers(1), options))
+        return {};
+    const size_t most = std::min(kMostStages, costs.size());
+    try {
+        (void)model::partitionLayers(costs, volunteers(most), options);
+        return {};
+    } catch (const Error &e) {
+        return "too big for any cluster: cut into " + std::to_string(most) + " stages on volunteers of " +
+               std::to_string(kMostVolunteerBytes >> 30) + " GiB each, it still does not fit (" + e.what() + ")";
+    }
+}
 
 void readLayer(Reader &r, const json &j, const std::string &field, model::LayerSpec &layer)
 {
@@ -388,6 +418,8 @@ Job parseJob(std::string_view text, const std::string &source)
     if (r.problems().empty()) { // the fields are each right: do they make a model and a run?
         try {
             validate(job.run);
+            if (const std::string why = tooBigForAnyCluster(job.run); !why.empty())
+                r.problem("model", why);
         } catch (const Error &e) {
             r.problem("model", e.what());
         }

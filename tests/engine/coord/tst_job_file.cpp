@@ -195,6 +195,26 @@ private Q_SLOTS:
                  qPrintable(problemsOf(job.dump()).join(QLatin1Char('\n'))));
     }
 
+    // A layer of 2^40 weights needs terabytes: no cluster of volunteers could hold it,
+    // so the job is refused at start instead of waiting for volunteers forever. The
+    // same model with a layer a thousand times smaller is accepted.
+    void aModelNoClusterCouldHoldIsRefused()
+    {
+        json job = json::parse(R"({"rookery_job": 1, "name": "huge", "steps": 10, "model": {"input": [16, 256, 256],
+            "classes": 10, "layers": [{"type": "flatten"}, {"type": "linear", "in": 1048576, "out": 1048576},
+            {"type": "relu"}, {"type": "linear", "in": 1048576, "out": 10}]}})");
+        const QString problems = problemsOf(job.dump()).join(QLatin1Char('\n'));
+        QVERIFY2(problems.contains(QLatin1String(
+                     "model: too big for any cluster: cut into 4 stages on volunteers of 64 GiB each, it still does "
+                     "not fit (device 1 ('a volunteer') has 64.0 GiB of memory, too little for any stage: the "
+                     "smallest it could hold (layer 1, 1099512676352 parameters) needs 32.0 TiB)")),
+                 qPrintable(problems));
+        job["model"]["layers"][1]["out"] = 1024;
+        job["model"]["layers"][3]["in"] = 1024;
+        const QStringList fits = problemsOf(job.dump());
+        QVERIFY2(fits.isEmpty(), qPrintable(fits.join(QLatin1Char('\n'))));
+    }
+
     void everyProblemIsReportedAtOnce()
     {
         json job = referenceJob();
