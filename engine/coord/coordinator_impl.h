@@ -36,12 +36,8 @@ inline constexpr const char *kArea = "coord";
 
 inline swarm::PlanModel planModelOf(const RunConfig &run, const CoordinatorSettings &settings)
 {
-    double copies = 0;
-    if (run.optimizer.kind == train::OptimizerKind::AdamW)
-        copies = 2;
-    else if (run.optimizer.momentum != 0)
-        copies = 1;
-    return {run.model, run.microbatch, copies, settings.relay ? double(settings.relayBytesPerSecondPerPair) : 0.0};
+    return {run.model, run.microbatch, train::stateCopies(run.optimizer),
+            settings.relay ? double(settings.relayBytesPerSecondPerPair) : 0.0};
 }
 
 } // namespace coordinator_detail

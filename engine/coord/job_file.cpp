@@ -163,9 +163,7 @@ constexpr uint64_t kMostVolunteerBytes = uint64_t(64) << 30;
 std::string tooBigForAnyCluster(const RunConfig &run)
 {
     const auto costs = model::layerCosts(run.model, run.microbatch);
-    const double copies =
-        run.optimizer.kind == train::OptimizerKind::AdamW ? 2.0 : (run.optimizer.momentum > 0 ? 1.0 : 0.0);
-    const auto options = model::partitionOptionsFor(run.model, run.microbatch, copies);
+    const auto options = model::partitionOptionsFor(run.model, run.microbatch, train::stateCopies(run.optimizer));
     const auto volunteers = [](size_t n) {
         return std::vector<model::StageDevice>(n, model::StageDevice{"a volunteer", 50, kMostVolunteerBytes});
     };

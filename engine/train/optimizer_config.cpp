@@ -66,4 +66,11 @@ OptimizerConfig optimizerConfigFromJson(const std::string &text)
     return c;
 }
 
+double stateCopies(const OptimizerConfig &config)
+{
+    if (config.kind == OptimizerKind::AdamW)
+        return 2;
+    return config.momentum != 0 ? 1 : 0;
+}
+
 } // namespace rookery::train

@@ -30,6 +30,10 @@ OptimizerKind optimizerKindFromName(const std::string &name);
 /// Throws rookery::Error naming the first out-of-range field.
 void validate(const OptimizerConfig &config);
 
+/// Copies of the parameters the optimizer keeps as state, for memory planning: AdamW 2
+/// (two moments), SGD with momentum 1 (the velocity), plain SGD 0.
+double stateCopies(const OptimizerConfig &config);
+
 /// JSON text for checkpoints; the inverse throws rookery::Error on malformed input.
 std::string toJson(const OptimizerConfig &config);
 OptimizerConfig optimizerConfigFromJson(const std::string &json);
