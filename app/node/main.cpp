@@ -169,6 +169,7 @@ host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
         s.swarm.checkpointInterval = std::chrono::seconds(o.checkpointSeconds);
     if (o.local.evalEvery >= 0)
         s.swarm.evaluateEvery = o.local.evalEvery;
+    s.swarm.evaluateSamples = o.evalSamples;
     s.swarm.keepCheckpoints = o.local.keepCheckpoints;
     s.swarm.exitWhenDone = !o.stay;
     s.statusPort = uint16_t(o.statusPort);

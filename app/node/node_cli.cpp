@@ -51,6 +51,9 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
                         "swarm: checkpoint at most every S seconds (and every --checkpoint-every steps); a crash "
                         "loses at most that much training (default 20; 0: every --checkpoint-every steps)")
         ->default_str("");
+    cli::addWholeNumber(p, "--eval-samples", o.evalSamples, 0, 10000, "N",
+                        "swarm: a root tests its pipeline on the first N test samples (0: all 10,000); for "
+                        "models so large that testing on all of them takes minutes");
     cli::addWholeNumber(p, "--status-port", o.statusPort, 0, 65535, "N",
                         "swarm: the coordinator's status API, for the peer graph (0: its port + 1)");
     p.add_option("--data-dir", o.dataDir, "where the database and identity live")->type_name("DIR");

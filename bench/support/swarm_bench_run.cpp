@@ -16,6 +16,15 @@ namespace rookery::bench {
 
 using Clock = std::chrono::steady_clock;
 
+std::filesystem::path benchProgramDirectory()
+{
+    if (const char *dir = std::getenv("ROOKERY_BIN_DIR"))
+        return dir;
+    if (const auto app = launcher::programDirectory().parent_path() / "app"; std::filesystem::exists(app))
+        return app;
+    return {};
+}
+
 SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64_t evalEvery,
                                 const std::filesystem::path &work)
 {
@@ -33,36 +42,28 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     s.nodeExtraArgs = spec.nodeExtraArgs;
     s.workDir = work;
     s.datasetDir = defaultFashionMnistDir();
-    s.coordinatorArgs = {"--steps",
-                         std::to_string(steps),
-                         "--microbatch",
-                         std::to_string(kSwarmBenchBatch),
-                         "--lr",
-                         "0.05",
-                         "--momentum",
-                         "0.9",
-                         "--seed",
-                         std::to_string(spec.seed),
-                         "--averaging-interval",
-                         std::to_string(spec.averagingInterval),
-                         "--outer-lr",
-                         std::to_string(spec.outerLearningRate),
-                         "--outer-momentum",
-                         std::to_string(spec.outerMomentum)};
+    if (spec.jobFile.empty())
+        s.coordinatorArgs = {"--microbatch", std::to_string(kSwarmBenchBatch), "--lr", "0.05", "--momentum", "0.9"};
+    else
+        s.coordinatorArgs = {"--job", spec.jobFile.string()};
+    for (const std::string &arg :
+         {std::string("--steps"), std::to_string(steps), std::string("--seed"), std::to_string(spec.seed),
+          std::string("--averaging-interval"), std::to_string(spec.averagingInterval), std::string("--outer-lr"),
+          std::to_string(spec.outerLearningRate), std::string("--outer-momentum"), std::to_string(spec.outerMomentum)})
+        s.coordinatorArgs.push_back(arg);
+    const int64_t microbatch = spec.jobFile.empty() ? kSwarmBenchBatch : spec.microbatch;
     if (spec.overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
     s.nodeArgs = {"--max-cores",   "1", "--eval-every", std::to_string(evalEvery), "--peer-compression",
                   spec.compression};
     s.restartCrashed = false;
-    if (const char *dir = std::getenv("ROOKERY_BIN_DIR"))
-        s.binDir = dir;
-    else if (const auto app = launcher::programDirectory().parent_path() / "app"; std::filesystem::exists(app))
-        s.binDir = app;
+    s.binDir = benchProgramDirectory();
 
     const std::regex progress(R"(^step (\d+)/(\d+) )");
     const std::regex window(R"(window (\d+), staleness ([0-9.]+))");
     const std::regex evaluated(R"(^(evaluated|done:) cluster (\d+) at step (\d+): test accuracy ([0-9.]+)%)");
     const std::regex sent(R"(sent (\d+) bytes \((\d+) in rings\))");
+    const std::regex loss(R"(  loss ([0-9.]+))");
     std::optional<Clock::time_point> start, end;
     std::map<std::string, uint64_t> ringBytes, wireBytes; // by node
     std::map<int, int64_t> reached;                       // by cluster: the first step at 85%
@@ -78,6 +79,11 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
             if (std::regex_search(line, m, window)) {
                 o.window = std::stoi(m[1].str());
                 o.staleness = std::stod(m[2].str());
+            }
+            if (std::regex_search(line, m, loss)) {
+                o.lastLoss = std::stod(m[1].str());
+                if (o.firstLoss < 0)
+                    o.firstLoss = o.lastLoss;
             }
             if (std::regex_search(line, m, sent)) {
                 wireBytes[who] = std::max<uint64_t>(wireBytes[who], std::stoull(m[1].str()));
@@ -104,7 +110,7 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     if (!start || !end)
         throw Error("the swarm printed no progress");
     // The clock starts at the first step reported, so registration and planning are out.
-    const double samples = double(steps * kSwarmBenchBatch * spec.clusters());
+    const double samples = double(steps * microbatch * spec.clusters());
     o.samplesPerSecond = samples / std::chrono::duration<double>(*end - *start).count();
     for (const auto &[who, bytes] : ringBytes)
         o.ringBytes += bytes;
@@ -115,7 +121,7 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
         int64_t step = 0;
         for (const auto &[cluster, at] : reached)
             step = std::max(step, at);
-        o.samplesToTarget = step * kSwarmBenchBatch * spec.clusters();
+        o.samplesToTarget = step * microbatch * spec.clusters();
     }
     if (!finalAccuracy.empty()) { // the worst cluster's
         o.finalAccuracy = 1;

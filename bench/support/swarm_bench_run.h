@@ -9,8 +9,8 @@
 
 namespace rookery::bench {
 
-/// One MLP swarm of node processes on loopback (rookery-local-swarm's launcher): its
-/// size, its links and how its clusters average.
+/// One swarm of node processes on loopback (rookery-local-swarm's launcher): its size,
+/// its links and how its clusters average. The MLP unless `jobFile` names a job.
 struct SwarmBenchSpec
 {
     int rttMs = 0; ///< the WAN emulation's round trip (ROOKERY_WAN_EMULATION)
@@ -25,6 +25,10 @@ struct SwarmBenchSpec
     int clusterSize = 2;              ///< stages per cluster
     /// Extra arguments for node i (counted from 1), e.g. {"--cpu-percent", "50"}.
     std::map<int, std::vector<std::string>> nodeExtraArgs;
+    /// A job file for the coordinator (--job): its model, optimizer and microbatch
+    /// instead of the MLP's; steps, seed and averaging still come from here.
+    std::filesystem::path jobFile;
+    int64_t microbatch = 64; ///< the job's, for counting samples
     int clusters() const { return nodes / clusterSize; }
 };
 
@@ -38,10 +42,16 @@ struct SwarmBenchOutcome
     uint64_t ringBytes = 0;       ///< ring values sent, all nodes
     double bytesPerSample = 0;    ///< ringBytes over the samples the swarm trained
     uint64_t wireBytes = 0;       ///< everything the nodes sent to peers (their progress lines' figure)
+    double firstLoss = -1;        ///< the first and last training loss a root reported; -1: none
+    double lastLoss = -1;
 };
 
 constexpr int64_t kSwarmBenchBatch = 64;
 constexpr double kSwarmBenchTarget = 0.85;
+
+/// Where rookery-coordinator and rookery-node are: $ROOKERY_BIN_DIR, else the build
+/// tree's app/ beside this benchmark's folder; empty: the launcher's own default.
+std::filesystem::path benchProgramDirectory();
 
 /// Runs the swarm for `steps` per cluster, each cluster's root testing every `evalEvery`
 /// steps, in `work` (made and left for the caller to remove). Throws rookery::Error

@@ -141,7 +141,7 @@ struct LayerType
     const char *name;
     model::LayerKind kind;
 };
-constexpr std::array<LayerType, 10> kLayerTypes{{{"flatten", model::LayerKind::Flatten},
+constexpr std::array<LayerType, 15> kLayerTypes{{{"flatten", model::LayerKind::Flatten},
                                                  {"linear", model::LayerKind::Linear},
                                                  {"relu", model::LayerKind::ReLU},
                                                  {"gelu", model::LayerKind::GELU},
@@ -150,7 +150,12 @@ constexpr std::array<LayerType, 10> kLayerTypes{{{"flatten", model::LayerKind::F
                                                  {"maxpool2d", model::LayerKind::MaxPool2d},
                                                  {"avgpool2d", model::LayerKind::AvgPool2d},
                                                  {"layernorm", model::LayerKind::LayerNorm},
-                                                 {"residual", model::LayerKind::Residual}}};
+                                                 {"batchnorm", model::LayerKind::BatchNorm},
+                                                 {"dropout", model::LayerKind::Dropout},
+                                                 {"residual", model::LayerKind::Residual},
+                                                 {"patchembed", model::LayerKind::PatchEmbed},
+                                                 {"encoder", model::LayerKind::Encoder},
+                                                 {"tokenmean", model::LayerKind::TokenMean}}};
 
 // The most a job may expect of one cluster: the coordinator's largest --cluster-size,
 // and volunteers of a well-equipped desktop's memory.
@@ -236,10 +241,38 @@ void readLayer(Reader &r, const json &j, const std::string &field, model::LayerS
         if (r.object(j, field, {"type", "features"}))
             r.integer(j, field, "features", layer.in, 1, 1 << 20, true);
         break;
+    case model::LayerKind::BatchNorm:
+        if (r.object(j, field, {"type", "features"}))
+            r.integer(j, field, "features", layer.in, 1, 1 << 20, true);
+        break;
+    case model::LayerKind::Dropout:
+        if (r.object(j, field, {"type", "rate"})) {
+            r.number(j, field, "rate", layer.rate, 0, 0.99, true);
+        }
+        break;
+    case model::LayerKind::PatchEmbed:
+        if (r.object(j, field, {"type", "in", "dim", "patch"})) {
+            r.integer(j, field, "in", layer.in, 1, 4096, true);
+            r.integer(j, field, "dim", layer.out, 1, 1 << 16, true);
+            r.integer(j, field, "patch", layer.kernel, 1, 64, true);
+        }
+        break;
+    case model::LayerKind::Encoder:
+        if (r.object(j, field, {"type", "dim", "heads", "hidden"})) {
+            r.integer(j, field, "dim", layer.in, 1, 1 << 16, true);
+            layer.out = layer.in;
+            r.integer(j, field, "heads", layer.heads, 1, 1024, true);
+            layer.hidden = 4 * layer.in; // as ViT's
+            r.integer(j, field, "hidden", layer.hidden, 1, 1 << 18);
+            if (layer.in > 0 && layer.heads > 0 && layer.in % layer.heads != 0)
+                r.problem(field + ".heads", "must divide dim (" + std::to_string(layer.in) + ") into equal heads");
+        }
+        break;
     case model::LayerKind::Flatten:
     case model::LayerKind::ReLU:
     case model::LayerKind::GELU:
     case model::LayerKind::Tanh:
+    case model::LayerKind::TokenMean:
         r.object(j, field, {"type"});
         break;
     }

@@ -35,14 +35,14 @@ struct Smoothed
 };
 
 // What training `config` adds to resident memory, roughly: weights, gradients and
-// optimizer state, plus forward activations kept for backward, their gradients and the
+// optimizer state, plus what the forward keeps for backward, the outputs' gradients and the
 // input batch, with half again for allocator slack and temporaries.
 uint64_t trainingBytes(const train::TrainerConfig &config)
 {
     const int slots = config.optimizer.kind == train::OptimizerKind::AdamW ? 2 : 1;
     uint64_t bytes = uint64_t(model::parameterCount(config.model)) * 4 * uint64_t(2 + slots);
     for (const auto &cost : model::layerCosts(config.model, config.batchSize))
-        bytes += uint64_t(cost.activationBytes) * 2;
+        bytes += uint64_t(cost.savedBytes) + uint64_t(cost.activationBytes);
     bytes += uint64_t(config.batchSize) * uint64_t(config.model.input.elements()) * 4;
     return bytes + bytes / 2;
 }

@@ -14,15 +14,44 @@ namespace rookery::model {
 /// GELU (exact, erf) and Tanh: element-wise activations. AvgPool2d: as MaxPool2d, the
 /// mean of each window. LayerNorm: normalises over the last dimension, of `in` values,
 /// with a learnt scale and shift (PyTorch's LayerNorm, eps 1e-5).
-enum class LayerKind { Flatten, Linear, ReLU, Conv2d, MaxPool2d, Residual, GELU, Tanh, AvgPool2d, LayerNorm };
+/// BatchNorm: normalises each of `in` channels (CxHxW) or features (F) with the
+/// statistics of the batch it is given, in training and evaluation alike (PyTorch's
+/// track_running_stats=False): no running statistics to average, checkpoint or send.
+/// Dropout: zeroes each value with probability `rate` in training, identity otherwise.
+/// PatchEmbed: cuts a CxHxW image into `kernel` x `kernel` patches, projects each to
+/// `out` values and adds a learnt position embedding: N x out tokens, N the patches.
+/// Encoder: a pre-norm transformer encoder block over T x `in` tokens, one unit for the
+/// partitioner: x + attention(norm(x)) with `heads` heads, then x + mlp(norm(x)) with
+/// `hidden` GELU units. TokenMean: the mean of T x D tokens, D values (a classifier
+/// head's pooling, before its norm and Linear).
+enum class LayerKind {
+    Flatten,
+    Linear,
+    ReLU,
+    Conv2d,
+    MaxPool2d,
+    Residual,
+    GELU,
+    Tanh,
+    AvgPool2d,
+    LayerNorm,
+    BatchNorm,
+    Dropout,
+    PatchEmbed,
+    Encoder,
+    TokenMean
+};
 
 /// LayerNorm's epsilon, the same in the module and the explicit-weight path.
 inline constexpr double kLayerNormEps = 1e-5;
+/// BatchNorm's epsilon, likewise.
+inline constexpr double kBatchNormEps = 1e-5;
 
 /// Every kind, in declaration order (for parsers and listings).
 inline constexpr LayerKind kAllLayerKinds[] = {
-    LayerKind::Flatten,  LayerKind::Linear, LayerKind::ReLU, LayerKind::Conv2d,    LayerKind::MaxPool2d,
-    LayerKind::Residual, LayerKind::GELU,   LayerKind::Tanh, LayerKind::AvgPool2d, LayerKind::LayerNorm};
+    LayerKind::Flatten,   LayerKind::Linear,  LayerKind::ReLU,       LayerKind::Conv2d,    LayerKind::MaxPool2d,
+    LayerKind::Residual,  LayerKind::GELU,    LayerKind::Tanh,       LayerKind::AvgPool2d, LayerKind::LayerNorm,
+    LayerKind::BatchNorm, LayerKind::Dropout, LayerKind::PatchEmbed, LayerKind::Encoder,   LayerKind::TokenMean};
 
 std::string_view layerKindName(LayerKind kind);
 
@@ -30,11 +59,16 @@ std::string_view layerKindName(LayerKind kind);
 struct LayerSpec
 {
     LayerKind kind = LayerKind::ReLU;
-    int64_t in = 0;  ///< Linear: input features; Conv2d, Residual: input channels; LayerNorm: normalised size
-    int64_t out = 0; ///< Linear: output features; Conv2d: output channels; Residual: = in
-    int kernel = 0;  ///< Conv2d, MaxPool2d, AvgPool2d, Residual (odd)
-    int stride = 1;  ///< Conv2d, MaxPool2d, AvgPool2d
-    int padding = 0; ///< Conv2d
+    int64_t in = 0;     ///< Linear: input features; Conv2d, Residual, PatchEmbed, BatchNorm: input
+                        ///< channels; LayerNorm: normalised size; Encoder: token width
+    int64_t out = 0;    ///< Linear: output features; Conv2d: output channels; PatchEmbed: token
+                        ///< width; Residual, Encoder: = in
+    int kernel = 0;     ///< Conv2d, MaxPool2d, AvgPool2d, Residual (odd); PatchEmbed: patch side
+    int stride = 1;     ///< Conv2d, MaxPool2d, AvgPool2d
+    int padding = 0;    ///< Conv2d
+    int64_t hidden = 0; ///< Encoder: its MLP's hidden units
+    int heads = 0;      ///< Encoder: attention heads, dividing `in`
+    double rate = 0;    ///< Dropout: the probability of zeroing a value, [0, 1)
 
     bool operator==(const LayerSpec &) const = default;
     /// "Linear(784->512)", "Conv2d(1->16, k3 s1 p1)", "ReLU".
@@ -70,7 +104,9 @@ struct LayerCost
     int64_t parameters = 0;      ///< trainable scalars
     double forwardFlops = 0;     ///< multiply-adds count as two
     Shape outputShape;           ///< per sample
-    int64_t activationBytes = 0; ///< fp32 output of the whole batch
+    int64_t activationBytes = 0; ///< fp32 output of the whole batch (what a cut after it sends)
+    int64_t savedBytes = 0;      ///< what its training forward keeps until its backward, output
+                                 ///< included, for the whole batch (0 for a view such as Flatten)
 };
 
 /// Checks that every layer fits the shape it receives and that the model ends in

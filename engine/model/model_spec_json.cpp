@@ -26,14 +26,21 @@ std::string toJson(const ModelSpec &spec)
     json layers = json::array();
     for (const auto &l : spec.layers) {
         json j = {{"kind", std::string(layerKindName(l.kind))}};
-        if (l.kind == LayerKind::Linear || l.kind == LayerKind::Conv2d || l.kind == LayerKind::Residual) {
+        if (l.kind == LayerKind::Linear || l.kind == LayerKind::Conv2d || l.kind == LayerKind::Residual ||
+            l.kind == LayerKind::PatchEmbed || l.kind == LayerKind::Encoder) {
             j["in"] = l.in;
             j["out"] = l.out;
         }
-        if (l.kind == LayerKind::Residual)
+        if (l.kind == LayerKind::Residual || l.kind == LayerKind::PatchEmbed)
             j["kernel"] = l.kernel;
-        if (l.kind == LayerKind::LayerNorm)
+        if (l.kind == LayerKind::LayerNorm || l.kind == LayerKind::BatchNorm)
             j["in"] = l.in;
+        if (l.kind == LayerKind::Encoder) {
+            j["hidden"] = l.hidden;
+            j["heads"] = l.heads;
+        }
+        if (l.kind == LayerKind::Dropout)
+            j["rate"] = l.rate;
         if (l.kind == LayerKind::Conv2d || l.kind == LayerKind::MaxPool2d || l.kind == LayerKind::AvgPool2d) {
             j["kernel"] = l.kernel;
             j["stride"] = l.stride;
@@ -62,6 +69,9 @@ ModelSpec modelSpecFromJson(std::string_view text)
             layer.kernel = l.value("kernel", 0);
             layer.stride = l.value("stride", 1);
             layer.padding = l.value("padding", 0);
+            layer.hidden = l.value("hidden", int64_t(0));
+            layer.heads = l.value("heads", 0);
+            layer.rate = l.value("rate", 0.0);
             spec.layers.push_back(layer);
         }
     } catch (const json::exception &e) {

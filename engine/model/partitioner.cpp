@@ -54,7 +54,7 @@ public:
         for (size_t i = 0; i < costs.size(); ++i) {
             m_flops.push_back(m_flops.back() + trainingFlops(costs, i));
             m_params.push_back(m_params.back() + double(costs[i].parameters) * kFloatBytes);
-            m_activations.push_back(m_activations.back() + double(costs[i].activationBytes));
+            m_activations.push_back(m_activations.back() + double(costs[i].savedBytes));
             m_parametersBefore.push_back(m_parametersBefore.back() || costs[i].parameters > 0);
         }
     }
@@ -84,8 +84,8 @@ public:
         p.seconds = p.computeSeconds + p.transferSeconds;
         // Weights, gradients and optimizer state; one stashed weight version per
         // microbatch in flight except at the leaf, whose backward follows its forward at
-        // once; saved activations (the input and every layer's output) per microbatch in
-        // flight, one at the leaf.
+        // once; saved activations (the input and what every layer keeps for its
+        // backward) per microbatch in flight, one at the leaf.
         const double params = m_params[last] - m_params[first];
         const double held = leaf ? 1 : double(m_window);
         const double bytes = params * (2 + m_options.optimizerStateCopies) + (leaf ? 0 : params * held) +

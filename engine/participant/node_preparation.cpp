@@ -108,6 +108,8 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
     auto identity = net::Identity::loadOrCreate(s.dataDir);
     auto train = std::make_shared<data::ImageDataset>(data::loadFashionMnist(s.datasetDir, data::Split::Train));
     auto test = std::make_shared<data::ImageDataset>(data::loadFashionMnist(s.datasetDir, data::Split::Test));
+    if (s.evaluateSamples > 0 && s.evaluateSamples < test->count) // a large model's quick test
+        test = std::make_shared<data::ImageDataset>(data::headOf(*test, s.evaluateSamples));
     auto checkpoints = std::make_unique<store::CheckpointStore>(s.dataDir / "rookery.db");
     const auto profile = device::loadCapabilityProfile(s.dataDir, false);
     // Without --port, the port of the last run when it is still free: a node that

@@ -53,6 +53,7 @@ struct SwarmNodeSettings
     std::chrono::seconds checkpointInterval{20};
     int keepCheckpoints = 3;
     int64_t evaluateEvery = 200; ///< optimizer steps (roots only)
+    int64_t evaluateSamples = 0; ///< a root tests on the first this many test samples; 0: all
     bool exitWhenDone = true;    ///< leave the swarm once the run is complete
 };
 

@@ -18,13 +18,19 @@ public:
     /// `spec` holds the layers; `firstIndex` is the global index of its first layer.
     LayerStackImpl(const model::ModelSpec &spec, size_t firstIndex, uint64_t seed);
 
+    /// Applies the layers with applyLayer(), Dropout only in training mode.
     torch::Tensor forward(torch::Tensor x);
 
     size_t firstIndex() const { return m_firstIndex; }
     size_t layerCount() const { return m_layers.size(); }
 
 private:
-    std::vector<torch::nn::AnyModule> m_layers;
+    struct Layer
+    {
+        model::LayerSpec spec;
+        std::shared_ptr<torch::nn::Module> weights; ///< null for a layer without any
+    };
+    std::vector<Layer> m_layers;
     size_t m_firstIndex;
 };
 TORCH_MODULE(LayerStack);

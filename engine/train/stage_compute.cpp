@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/common/error.h"
+#include "engine/train/layer_ops.h"
 #include "engine/train/torch_convert.h"
 
 namespace rookery::train {
@@ -38,8 +39,8 @@ StageCompute::StageCompute(const model::ModelSpec &spec, size_t first, size_t la
     auto named = m_net->named_parameters();
     for (size_t i = 0; i < slice.layers.size(); ++i) {
         LayerSlot slot{slice.layers[i], -1};
-        // The layer's parameters in the order its module registered them: weight and
-        // bias, or a block's (conv1.weight, conv1.bias, conv2.weight, conv2.bias).
+        // The layer's parameters in the order its module registered them, which is the
+        // order applyLayer() takes them in.
         const std::string prefix = std::to_string(first + i) + ".";
         for (const auto &item : named) {
             if (item.key().rfind(prefix, 0) != 0)
@@ -49,6 +50,10 @@ StageCompute::StageCompute(const model::ModelSpec &spec, size_t first, size_t la
             m_live.push_back(item.value());
             m_names.push_back(item.key());
         }
+        const size_t held = slot.weight < 0 ? 0 : m_live.size() - size_t(slot.weight);
+        if (held != layerTensorCount(slot.spec))
+            throw Error("layer " + std::to_string(first + i) + " (" + slot.spec.describe() + ") holds " +
+                        std::to_string(held) + " tensors, expected " + std::to_string(layerTensorCount(slot.spec)));
         m_layers.push_back(slot);
     }
     // The input gradient is only worth computing (and sending) when a stage above has
@@ -59,51 +64,11 @@ StageCompute::StageCompute(const model::ModelSpec &spec, size_t first, size_t la
 }
 
 // The layers applied with explicit weights, so that a microbatch can run on a stashed
-// version. Each case calls what the module in LayerStack calls, with the same options,
-// so the arithmetic is the unsplit model's.
-torch::Tensor StageCompute::run(torch::Tensor x, const std::vector<torch::Tensor> &w) const
+// version; applyLayer() is what the unsplit model's LayerStack applies too.
+torch::Tensor StageCompute::run(torch::Tensor x, const std::vector<torch::Tensor> &w, bool training) const
 {
-    for (const auto &layer : m_layers) {
-        const auto &l = layer.spec;
-        switch (l.kind) {
-        case LayerKind::Flatten:
-            x = x.flatten(1);
-            break;
-        case LayerKind::ReLU:
-            x = torch::relu(x);
-            break;
-        case LayerKind::GELU:
-            x = torch::gelu(x);
-            break;
-        case LayerKind::Tanh:
-            x = torch::tanh(x);
-            break;
-        case LayerKind::LayerNorm:
-            x = torch::layer_norm(x, {l.in}, w[size_t(layer.weight)], w[size_t(layer.weight) + 1],
-                                  model::kLayerNormEps);
-            break;
-        case LayerKind::AvgPool2d:
-            x = torch::avg_pool2d(x, {l.kernel, l.kernel}, {l.stride, l.stride});
-            break;
-        case LayerKind::Linear:
-            x = torch::nn::functional::linear(x, w[size_t(layer.weight)], w[size_t(layer.weight) + 1]);
-            break;
-        case LayerKind::Conv2d:
-            x = torch::conv2d(x, w[size_t(layer.weight)], w[size_t(layer.weight) + 1], {l.stride, l.stride},
-                              {l.padding, l.padding});
-            break;
-        case LayerKind::MaxPool2d:
-            x = torch::max_pool2d(x, {l.kernel, l.kernel}, {l.stride, l.stride});
-            break;
-        case LayerKind::Residual: {
-            const size_t k = size_t(layer.weight);
-            const int64_t pad = l.kernel / 2;
-            auto y = torch::relu(torch::conv2d(x, w[k], w[k + 1], {1, 1}, {pad, pad}));
-            x = torch::relu(x + torch::conv2d(y, w[k + 2], w[k + 3], {1, 1}, {pad, pad}));
-            break;
-        }
-        }
-    }
+    for (const auto &layer : m_layers)
+        x = applyLayer(layer.spec, x, layer.weight < 0 ? nullptr : &w[size_t(layer.weight)], training);
     return x;
 }
 
@@ -155,7 +120,7 @@ torch::Tensor StageCompute::forward(int64_t id, const torch::Tensor &input)
     const int64_t horizon = m_predict ? (m_accumulated + int64_t(m_records.size())) / m_accumulation : 0;
     r.weights = snapshotFor(horizon);
     r.input = prepareInput(input);
-    r.output = run(r.input, r.weights->tensors);
+    r.output = run(r.input, r.weights->tensors, true);
     torch::Tensor out = r.output;
     m_records.emplace(id, std::move(r));
     return out;
@@ -199,7 +164,7 @@ StageCompute::LeafResult StageCompute::trainLeaf(const torch::Tensor &input, con
                     ", expected int64 of the batch's " + std::to_string(x.size(0)) + " samples");
     if (labels.min().item<int64_t>() < 0 || labels.max().item<int64_t>() >= m_classes)
         throw Error("a label lies outside the model's " + std::to_string(m_classes) + " classes");
-    torch::Tensor loss = torch::nn::functional::cross_entropy(run(x, m_live), labels);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(run(x, m_live, true), labels);
     LeafResult result;
     result.loss = loss.item<double>();
     // Averaging over the accumulated microbatches makes k microbatches of B the same
@@ -259,7 +224,7 @@ bool StageCompute::flush()
 torch::Tensor StageCompute::infer(const torch::Tensor &input)
 {
     torch::NoGradGuard noGrad;
-    return run(prepareInput(input).detach(), m_live);
+    return run(prepareInput(input).detach(), m_live, false);
 }
 
 void StageCompute::setParameters(const std::vector<NamedTensor> &parameters)

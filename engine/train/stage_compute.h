@@ -94,7 +94,8 @@ private:
         int weight = -1; ///< index into the weight list, -1 for layers without parameters
     };
 
-    torch::Tensor run(torch::Tensor x, const std::vector<torch::Tensor> &weights) const;
+    /// `training`: Dropout on (forwards that train) or off (infer).
+    torch::Tensor run(torch::Tensor x, const std::vector<torch::Tensor> &weights, bool training) const;
     std::shared_ptr<WeightSet> snapshotFor(int64_t horizon);
     torch::Tensor prepareInput(const torch::Tensor &input) const;
     void accumulate(const std::vector<torch::Tensor> &gradients);

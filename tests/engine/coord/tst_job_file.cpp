@@ -13,6 +13,8 @@
 #include "engine/coord/coordinator.h"
 #include "engine/coord/job_file.h"
 #include "engine/model/model_zoo.h"
+#include "engine/model/partitioner.h"
+#include "engine/train/optimizer_config.h"
 #include "tests/engine/coord/coord_test_support.h"
 #include "tests/support/test_support.h"
 
@@ -93,7 +95,7 @@ private Q_SLOTS:
         row("layer type missing", "/model/layers/0/type", "", "model.layers[0].type: is missing");
         row("unknown layer type", "/model/layers/2/type", "\"attention\"",
             "model.layers[2].type: unknown layer type 'attention' (known: flatten, linear, relu, gelu, tanh, conv2d, "
-            "maxpool2d, avgpool2d, layernorm, residual)");
+            "maxpool2d, avgpool2d, layernorm, batchnorm, dropout, residual, patchembed, encoder, tokenmean)");
         row("layer field unknown", "/model/layers/2/heads", "4",
             "model.layers[2].heads: unknown field (known here: type)");
         row("linear out fraction", "/model/layers/1/out", "512.5",
@@ -163,6 +165,80 @@ private Q_SLOTS:
         const auto chained = problemsOf(bad.dump()).join(QLatin1Char('\n'));
         QVERIFY2(chained.contains(QLatin1String("model layer 2 (Residual(16, k3)): expects 16 input channels")),
                  qPrintable(chained));
+    }
+
+    // Acceptance (issue 18): the vision transformer holds at least 10M parameters, and
+    // its weights with AdamW's two moments alone outgrow a volunteer capped at 256 MiB,
+    // so the planner must split it; three such volunteers hold it, cut between blocks.
+    void theVisionTransformerMustBeSplit()
+    {
+        const auto job = coord::readJobFile(kJobs / "vit.json");
+        const auto &spec = job.run.model;
+        const int64_t parameters = model::parameterCount(spec);
+        QVERIFY2(parameters >= 10'000'000, qPrintable(QString::number(parameters)));
+        QCOMPARE(job.run.optimizer.kind, train::OptimizerKind::AdamW);
+        constexpr uint64_t cap = uint64_t(256) << 20;
+        QVERIFY(uint64_t(parameters) * 4 * 3 > cap);
+        int blocks = 0;
+        for (const auto &l : spec.layers)
+            blocks += l.kind == model::LayerKind::Encoder;
+        QCOMPARE(blocks, 8);
+        QCOMPARE(spec.layers.front().kind, model::LayerKind::PatchEmbed);
+        const auto costs = model::layerCosts(spec, job.run.microbatch);
+        const auto options =
+            model::partitionOptionsFor(spec, job.run.microbatch, train::stateCopies(job.run.optimizer));
+        const auto capped = [&](size_t n) { return std::vector<model::StageDevice>(n, {"capped", 50, cap}); };
+        QVERIFY(!model::tryPartitionLayers(costs, capped(1), options));
+        QVERIFY(!model::tryPartitionLayers(costs, capped(2), options));
+        const auto three = model::tryPartitionLayers(costs, capped(3), options);
+        QVERIFY(three);
+        QVERIFY(three->fits());
+        qInfo("%lld parameters; on three volunteers of 256 MiB: %s", (long long)parameters, three->describe().c_str());
+    }
+
+    void transformerLayersAreRead()
+    {
+        json job = json::parse(R"({"rookery_job": 1, "name": "t", "steps": 10, "model": {"input": [1, 28, 28],
+            "classes": 10, "layers": [{"type": "patchembed", "in": 1, "dim": 32, "patch": 7},
+            {"type": "dropout", "rate": 0.2}, {"type": "encoder", "dim": 32, "heads": 4},
+            {"type": "tokenmean"}, {"type": "batchnorm", "features": 32},
+            {"type": "linear", "in": 32, "out": 10}]}})");
+        const QStringList none = problemsOf(job.dump());
+        QVERIFY2(none.isEmpty(), qPrintable(none.join(QLatin1Char('\n'))));
+        const auto &layers = coord::parseJob(job.dump(), "t.json").run.model.layers;
+        QCOMPARE(layers[0].kind, model::LayerKind::PatchEmbed);
+        QCOMPARE(layers[0].out, int64_t(32));
+        QCOMPARE(layers[0].kernel, 7);
+        QCOMPARE(layers[1].rate, 0.2);
+        QCOMPARE(layers[2].kind, model::LayerKind::Encoder);
+        QCOMPARE(layers[2].out, int64_t(32));
+        QCOMPARE(layers[2].hidden, int64_t(4 * 32)); // ViT's default
+        QCOMPARE(layers[2].heads, 4);
+        QCOMPARE(layers[3].kind, model::LayerKind::TokenMean);
+        QCOMPARE(layers[4].in, int64_t(32));
+        const auto says = [&](const json &bad, const char *text) {
+            const auto problems = problemsOf(bad.dump()).join(QLatin1Char('\n'));
+            QVERIFY2(problems.contains(QLatin1String(text)), qPrintable(problems));
+        };
+        json bad = job;
+        bad["model"]["layers"][2]["heads"] = 5;
+        says(bad, "model.layers[2].heads: must divide dim (32) into equal heads");
+        bad = job;
+        bad["model"]["layers"][1]["rate"] = 1;
+        says(bad, "model.layers[1].rate: must be from 0 to 0.99, not 1");
+        bad = job;
+        bad["model"]["layers"][0]["patch"] = 30;
+        says(bad, "model layer 0 (PatchEmbed(1->32, patch 30)): patch larger than its input 1x28x28");
+        bad = job;
+        bad["model"]["layers"][2]["dim"] = 64;
+        says(bad, "model layer 2 (Encoder(64, 4 heads, hidden 256)): expects tokens of 64 values (TxD) but receives "
+                  "16x32");
+        bad = job;
+        bad["model"]["layers"][2].erase("heads");
+        says(bad, "model.layers[2].heads: is missing");
+        bad = job;
+        bad["model"]["layers"][3]["type"] = "flatten";
+        says(bad, "model layer 4 (BatchNorm(32)): expects 32 features (F) or channels (CxHxW) but receives 512");
     }
 
     void normsActivationsAndAveragePoolingAreRead()

@@ -107,6 +107,70 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, validate(b));
     }
 
+    // A patch embedding cuts 28x28 into 7x7 patches of 4x4 and adds a position per
+    // patch; an encoder block keeps its tokens' shape and holds its two norms,
+    // projections and MLP; the token mean pools them for the head. All survive the JSON,
+    // and each is refused where its shape rule fails.
+    void transformerBlocks()
+    {
+        ModelSpec s;
+        s.name = "vit";
+        s.input = Shape{{1, 28, 28}};
+        s.classes = 10;
+        LayerSpec encoder{LayerKind::Encoder, 64, 64};
+        encoder.heads = 4;
+        encoder.hidden = 128;
+        LayerSpec dropout{LayerKind::Dropout};
+        dropout.rate = 0.1;
+        s.layers = {
+            {LayerKind::PatchEmbed, 1, 64, 4}, dropout, encoder, {LayerKind::TokenMean}, {LayerKind::BatchNorm, 64},
+            {LayerKind::Linear, 64, 10}};
+        const auto costs = layerCosts(s, 2);
+        QCOMPARE(costs[0].outputShape, (Shape{{49, 64}}));
+        QCOMPARE(costs[0].parameters, int64_t(16 * 64 + 64 + 49 * 64));
+        QCOMPARE(costs[0].forwardFlops, (2.0 * 16 * 49 * 64 + 49 * 64) * 2);
+        QCOMPARE(costs[1].outputShape, (Shape{{49, 64}}));
+        QCOMPARE(costs[1].savedBytes, int64_t(49 * 64 * 8 * 2)); // output and a float mask
+        QCOMPARE(costs[2].outputShape, (Shape{{49, 64}}));
+        QCOMPARE(costs[2].parameters, int64_t(4 * 64 * 64 + 2 * 64 * 128 + 9 * 64 + 128));
+        const double t = 49, d = 64, h = 128;
+        QCOMPARE(costs[2].forwardFlops,
+                 2 * (8 * t * d * d + 4 * t * d * h + 4 * t * t * d + 6 * 4 * t * t + 18 * t * d + 8 * t * h));
+        QVERIFY(costs[2].savedBytes > 8 * costs[2].activationBytes); // attention keeps much more than its output
+        QCOMPARE(costs[3].outputShape, (Shape{{64}}));
+        QCOMPARE(costs[4].parameters, int64_t(2 * 64));
+        QCOMPARE(s.layers[0].describe(), std::string("PatchEmbed(1->64, patch 4)"));
+        QCOMPARE(s.layers[1].describe(), std::string("Dropout(0.1)"));
+        QCOMPARE(s.layers[2].describe(), std::string("Encoder(64, 4 heads, hidden 128)"));
+        QCOMPARE(s.layers[4].describe(), std::string("BatchNorm(64)"));
+        QVERIFY(modelSpecFromJson(toJson(s)) == s);
+        const auto refused = [&](size_t index, auto change, const char *says) {
+            ModelSpec b = s;
+            change(b.layers[index]);
+            try {
+                validate(b);
+                QFAIL(qPrintable(QStringLiteral("accepted: ") + QString::fromStdString(b.layers[index].describe())));
+            } catch (const Error &e) {
+                QVERIFY2(std::string(e.what()).find(says) != std::string::npos, e.what());
+            }
+        };
+        refused(
+            0, [](LayerSpec &l) { l.kernel = 29; }, "patch larger than its input 1x28x28");
+        refused(
+            0, [](LayerSpec &l) { l.in = 3; }, "expects 3 input channels");
+        refused(
+            1, [](LayerSpec &l) { l.rate = 1; }, "rate must be at least 0 and below 1");
+        refused(
+            2, [](LayerSpec &l) { l.heads = 5; }, "heads dividing the width");
+        refused(
+            2, [](LayerSpec &l) { l.in = l.out = 32; }, "expects tokens of 32 values (TxD) but receives 49x64");
+        refused(
+            4, [](LayerSpec &l) { l.in = 32; }, "expects 32 features (F) or channels");
+        ModelSpec noTokens = s;
+        noTokens.layers.erase(noTokens.layers.begin(), noTokens.layers.begin() + 3); // TokenMean on 1x28x28
+        QVERIFY_THROWS_EXCEPTION(Error, validate(noTokens));
+    }
+
     void rejectsMismatchedLayers()
     {
         ModelSpec bad = mlpSpec();
@@ -162,7 +226,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("json");
         QTest::newRow("not json") << "{nope";
         QTest::newRow("missing layers") << R"({"name":"m","input":[784],"classes":10})";
-        QTest::newRow("unknown kind") << R"({"name":"m","input":[4],"classes":2,"layers":[{"kind":"Dropout"}]})";
+        QTest::newRow("unknown kind") << R"({"name":"m","input":[4],"classes":2,"layers":[{"kind":"Attention"}]})";
         QTest::newRow("wrong type") << R"({"name":"m","input":"784","classes":10,"layers":[]})";
         QTest::newRow("inconsistent")
             << R"({"name":"m","input":[4],"classes":2,"layers":[{"kind":"Linear","in":5,"out":2}]})";

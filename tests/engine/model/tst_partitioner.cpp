@@ -25,6 +25,7 @@ std::vector<LayerCost> uniformLayers(int count, double flops = kGiga, int64_t pa
         c.parameters = parameters;
         c.forwardFlops = flops;
         c.activationBytes = activationBytes;
+        c.savedBytes = activationBytes;
     }
     return costs;
 }
@@ -189,6 +190,7 @@ private Q_SLOTS:
                 c.parameters = rng() % 3 == 0 ? 0 : int64_t(uniform(100, 100000));
                 c.forwardFlops = uniform(1e6, 1e9);
                 c.activationBytes = int64_t(uniform(1e3, 1e7));
+                c.savedBytes = int64_t(uniform(0, 2e7));
             }
             std::vector<StageDevice> d;
             for (int s = 0; s < stages; ++s)

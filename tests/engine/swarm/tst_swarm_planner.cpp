@@ -150,7 +150,7 @@ private Q_SLOTS:
             std::vector<PlanVolunteer> v;
             for (size_t i = 0; i < n; ++i)
                 v.push_back({"n" + std::to_string(i),
-                             {next() % 2 ? 20.0 : 90.0, int64_t(double(demand) * (next() % 2 ? 0.3 : 0.6)),
+                             {next() % 2 ? 20.0 : 90.0, int64_t(double(demand) * (next() % 2 ? 0.35 : 0.7)),
                               next() % 3 ? 50e6 : 5e6, next() % 4 != 0}});
             std::vector<size_t> members(n);
             std::iota(members.begin(), members.end(), size_t(0));

@@ -39,8 +39,10 @@ double worstRelativeDifference(const std::vector<NamedTensor> &a, const std::vec
 }
 
 // A zoo model by name; "residual": a small CNN of residual blocks (each one unit the
-// pipeline may not cut inside); "normed": GELU, average pooling, Tanh and a LayerNorm.
-// So the stages' explicit-weight path is checked against each layer's module.
+// pipeline may not cut inside); "normed": GELU, average pooling, Tanh and a LayerNorm;
+// "vit": patch embedding, two transformer encoder blocks and a token-mean head;
+// "batchnormed": batch norm over channels and over features. So the stages'
+// explicit-weight path is checked against each layer's module.
 model::ModelSpec specNamed(const QString &name)
 {
     using model::LayerKind;
@@ -57,6 +59,23 @@ model::ModelSpec specNamed(const QString &name)
                     {LayerKind::Linear, 4 * 14 * 14, 64},
                     {LayerKind::LayerNorm, 64},
                     {LayerKind::GELU},
+                    {LayerKind::Linear, 64, 10}};
+    else if (name == QLatin1String("vit"))
+        s.layers = {{LayerKind::PatchEmbed, 1, 32, 7},
+                    {LayerKind::Encoder, 32, 32, 0, 1, 0, 64, 4},
+                    {LayerKind::Encoder, 32, 32, 0, 1, 0, 64, 4},
+                    {LayerKind::TokenMean},
+                    {LayerKind::LayerNorm, 32},
+                    {LayerKind::Linear, 32, 10}};
+    else if (name == QLatin1String("batchnormed"))
+        s.layers = {{LayerKind::Conv2d, 1, 4, 3, 1, 1},
+                    {LayerKind::BatchNorm, 4},
+                    {LayerKind::ReLU},
+                    {LayerKind::MaxPool2d, 0, 0, 2, 2, 0},
+                    {LayerKind::Flatten},
+                    {LayerKind::Linear, 4 * 14 * 14, 64},
+                    {LayerKind::BatchNorm, 64},
+                    {LayerKind::ReLU},
                     {LayerKind::Linear, 64, 10}};
     else if (name == QLatin1String("residual"))
         s.layers = {{LayerKind::Conv2d, 1, 8, 3, 1, 1},
@@ -109,6 +128,13 @@ private Q_SLOTS:
         QTest::newRow("residual 3 stages adamw") << "residual" << std::vector<size_t>{3, 5} << adamw << 15;
         QTest::newRow("normed 2 stages sgd") << "normed" << std::vector<size_t>{3} << sgd << 15;
         QTest::newRow("normed 3 stages adamw") << "normed" << std::vector<size_t>{2, 6} << adamw << 15;
+        QTest::newRow("vit 2 stages sgd") << "vit" << std::vector<size_t>{2} << sgd << 10;
+        // SGD for both: the gradient of attention's key bias is zero in exact arithmetic
+        // (softmax ignores a constant added to every score), so in floats it is rounding
+        // noise, which AdamW divides by its own size into full-rate steps of random sign.
+        QTest::newRow("vit 3 stages sgd") << "vit" << std::vector<size_t>{1, 3} << sgd << 10;
+        QTest::newRow("batchnormed 2 stages sgd") << "batchnormed" << std::vector<size_t>{4} << sgd << 15;
+        QTest::newRow("batchnormed 3 stages adamw") << "batchnormed" << std::vector<size_t>{2, 7} << adamw << 15;
     }
 
     void matchesUnsplitTrainer()

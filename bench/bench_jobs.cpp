@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// bench_jobs: the reference jobs of resources/jobs (issue 18), each
+//   - trained in one process (the unsplit Trainer, one torch thread);
+//   - cut by the partitioner into 2 stages and run as the in-process asynchronous
+//     pipeline (one thread per stage), so that the partitioner's predicted stage times
+//     can be held against the stages' measured busy time per microbatch;
+//   - trained by a real swarm on loopback: a coordinator started with --job FILE and
+//     node processes (--max-cores 1) over TLS.
+// The residual CNN's swarm is the 2-stage pipeline. The vision transformer's volunteers
+// are capped (--memory-cap): the planner is asked whether one capped volunteer can hold
+// it (it cannot: the bench fails if it could), then a coordinator with one such
+// volunteer is watched until it says it cannot plan, then a swarm of three of them
+// trains it. Predicted stage times use the GFLOP/s of training that the one-process run
+// measured, so they test how the cost model divides a model, not the probe's speed.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include <unistd.h>
+
+#include "bench/support/bench_report.h"
+#include "bench/support/swarm_bench_run.h"
+#include "engine/common/error.h"
+#include "engine/common/format.h"
+#include "engine/common/paths.h"
+#include "engine/coord/job_file.h"
+#include "engine/data/image_dataset.h"
+#include "engine/device/compute_threads.h"
+#include "engine/launcher/swarm_launcher.h"
+#include "engine/model/partitioner.h"
+#include "engine/train/optimizer_config.h"
+#include "engine/train/pipeline.h"
+#include "engine/train/trainer.h"
+
+using namespace rookery;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The volunteers' cap for the vision transformer, as the issue sets it.
+constexpr int64_t kCapMiB = 256;
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double oneProcessSamplesPerSecond(const coord::Job &job, const std::shared_ptr<const data::ImageDataset> &train,
+                                  int steps)
+{
+    train::TrainerConfig c;
+    c.model = job.run.model;
+    c.optimizer = job.run.optimizer;
+    c.batchSize = job.run.microbatch;
+    c.seed = uint64_t(job.run.seed);
+    train::Trainer t(c, train);
+    t.step(); // one-off allocations
+    const auto start = Clock::now();
+    double firstLoss = 0, lastLoss = 0;
+    for (int i = 0; i < steps; ++i) {
+        const double loss = t.step().loss;
+        (i == 0 ? firstLoss : lastLoss) = loss;
+    }
+    const double rate = double(steps) * double(c.batchSize) / secondsSince(start);
+    std::printf("  one process: %.1f samples/s (loss %.3f -> %.3f over %d steps)\n", rate, firstLoss, lastLoss, steps);
+    return rate;
+}
+
+// The watcher of a coordinator with one capped volunteer: what it says about planning.
+std::string whyOneCappedVolunteerIsNotPlanned(const std::filesystem::path &jobFile, const std::filesystem::path &work,
+                                              std::chrono::seconds patience)
+{
+    launcher::SwarmLauncherSettings s;
+    s.nodes = 1;
+    s.clusterSize = 0;
+    s.workDir = work;
+    s.datasetDir = defaultFashionMnistDir();
+    s.coordinatorArgs = {"--job", jobFile.string(), "--steps", "10"};
+    s.nodeArgs = {"--max-cores", "1", "--memory-cap", std::to_string(kCapMiB)};
+    s.restartCrashed = false;
+    s.binDir = bench::benchProgramDirectory();
+    std::string said, trained;
+    launcher::SwarmLauncher swarm(s, [&](const std::string &who, const std::string &line) {
+        if (said.empty() && line.find("cannot plan") != std::string::npos)
+            said = line;
+        if (trained.empty() && line.rfind("step ", 0) == 0 && who != "coordinator")
+            trained = line;
+    });
+    swarm.start();
+    const auto deadline = Clock::now() + patience;
+    while (said.empty() && trained.empty() && Clock::now() < deadline && swarm.poll(std::chrono::milliseconds(200))) { }
+    swarm.stop();
+    if (!trained.empty())
+        throw Error("one volunteer capped at " + std::to_string(kCapMiB) + " MiB trained the whole model: " + trained);
+    return said;
+}
+
+void benchJob(const std::string &file, const std::filesystem::path &jobsDir, const bench::BenchOptions &opts,
+              const std::shared_ptr<const data::ImageDataset> &train, bench::BenchReport &report)
+{
+    const auto job = coord::readJobFile(jobsDir / file);
+    const auto &spec = job.run.model;
+    const std::string key = spec.name;
+    const int64_t microbatch = job.run.microbatch;
+    const auto costs = model::layerCosts(spec, microbatch);
+    double flopsPerStep = 0;
+    for (size_t i = 0; i < costs.size(); ++i)
+        flopsPerStep += model::trainingFlops(costs, i);
+    const int64_t parameters = model::parameterCount(spec);
+    std::printf("\n%s (%s): %s parameters, %zu layers, microbatch %lld, %.2f GFLOP per sample to train\n",
+                job.name.c_str(), file.c_str(), format::count(parameters).c_str(), spec.layers.size(),
+                (long long)microbatch, flopsPerStep / double(microbatch) / 1e9);
+    report.add(key + "_parameters", double(parameters));
+    report.add(key + "_train_gflop_per_sample", flopsPerStep / double(microbatch) / 1e9);
+
+    // One process, one thread: the baseline, and the speed the predictions use.
+    const bool vit = spec.name == "vit";
+    const int steps = opts.quick ? (vit ? 6 : 10) : (vit ? 30 : 60);
+    device::applyThreadConfig({1, 1});
+    const double one = oneProcessSamplesPerSecond(job, train, steps);
+    report.add(key + "_one_process_samples_per_s", one);
+    const double gflops = one * flopsPerStep / double(microbatch) / 1e9;
+
+    // The partitioner's cut for two equal volunteers, and its times at that speed.
+    const auto options = model::partitionOptionsFor(spec, microbatch, train::stateCopies(job.run.optimizer));
+    const std::vector<model::StageDevice> two(2, model::StageDevice{"core", gflops, uint64_t(1) << 36});
+    const auto plan = model::partitionLayers(costs, two, options);
+    std::printf("  one core trains at %.1f GFLOP/s; partitioner, 2 stages: %s\n", gflops, plan.describe().c_str());
+
+    train::PipelineConfig pc;
+    pc.model = spec;
+    pc.cuts = plan.cuts();
+    pc.optimizer = job.run.optimizer;
+    pc.microbatchSize = microbatch;
+    pc.seed = uint64_t(job.run.seed);
+    train::Pipeline pipeline(pc, train);
+    (void)pipeline.run(2); // warm
+    const auto r = pipeline.run(steps);
+    if (!r.finished)
+        throw Error("the in-process pipeline of " + key + " did not finish: " + r.stop.reason);
+    std::printf("  in-process 2-stage pipeline: %.1f samples/s (%.2fx one process)\n", r.samplesPerSecond,
+                r.samplesPerSecond / one);
+    report.add(key + "_inprocess_pipeline_samples_per_s", r.samplesPerSecond);
+    double worstStageError = 0;
+    for (size_t s = 0; s < plan.stages.size() && s < r.stages.size(); ++s) {
+        const double predicted = plan.stages[s].computeSeconds;
+        const double measured = r.stages[s].secondsPerMicrobatch();
+        const double error = (predicted - measured) / measured;
+        worstStageError = std::max(worstStageError, std::abs(error));
+        std::printf("  stage %zu [%zu,%zu): predicted %.1f ms, measured %.1f ms (%+.0f%%)\n", s,
+                    plan.stages[s].firstLayer, plan.stages[s].lastLayer, predicted * 1e3, measured * 1e3, error * 100);
+        report.add(key + "_stage" + std::to_string(s) + "_predicted_ms", predicted * 1e3);
+        report.add(key + "_stage" + std::to_string(s) + "_measured_ms", measured * 1e3);
+    }
+    report.add(key + "_worst_stage_time_error", worstStageError);
+
+    // The real swarm on loopback.
+    const auto work = std::filesystem::temp_directory_path() / ("rookery-bench-jobs-" + std::to_string(getpid()));
+    std::filesystem::remove_all(work);
+    bench::SwarmBenchSpec swarm;
+    swarm.jobFile = jobsDir / file;
+    swarm.microbatch = microbatch;
+    swarm.rateMbit = 0; // loopback as it is
+    swarm.averagingInterval = 1000000;
+    swarm.compression = "bf16";
+    if (vit) {
+        // One capped volunteer cannot hold it: the planner says so, and so does a real
+        // coordinator with one such volunteer.
+        const std::vector<model::StageDevice> capped(
+            1, {"a volunteer capped at 256 MiB", gflops, uint64_t(kCapMiB) << 20});
+        std::string why = "it fits";
+        try {
+            (void)model::partitionLayers(costs, capped, options);
+        } catch (const Error &e) {
+            why = e.what();
+        }
+        if (why == "it fits")
+            throw Error("one volunteer capped at 256 MiB could hold " + key + "; the bench expects it not to");
+        std::printf("  one volunteer capped at %lld MiB, the planner: %s\n", (long long)kCapMiB, why.c_str());
+        const auto said = whyOneCappedVolunteerIsNotPlanned(jobsDir / file, work, std::chrono::seconds(60));
+        std::filesystem::remove_all(work);
+        std::printf("  the coordinator with one such volunteer: %s\n",
+                    said.empty() ? "(said nothing about planning in 60 s, and trained nothing)" : said.c_str());
+        report.add(key + "_one_capped_volunteer_holds_it", 0.0);
+        swarm.nodes = swarm.clusterSize = 3;
+        for (int n = 1; n <= 3; ++n)
+            swarm.nodeExtraArgs[n] = {"--memory-cap", std::to_string(kCapMiB), "--eval-samples", "500"};
+    } else {
+        swarm.nodes = swarm.clusterSize = 2;
+        for (int n = 1; n <= 2; ++n)
+            swarm.nodeExtraArgs[n] = {"--eval-samples", "2000"};
+    }
+    const int64_t swarmSteps = opts.quick ? (vit ? 10 : 20) : (vit ? 60 : 120);
+    const auto o = bench::runSwarmBench(swarm, swarmSteps, 0, work);
+    std::filesystem::remove_all(work);
+    std::printf("  swarm of %d node processes on loopback: %.1f samples/s (%.2fx one process); loss %.3f -> %.3f; "
+                "final test accuracy %s\n",
+                swarm.nodes, o.samplesPerSecond, o.samplesPerSecond / one, o.firstLoss, o.lastLoss,
+                o.finalAccuracy >= 0 ? format::percent(o.finalAccuracy).c_str() : "not reported");
+    report.add(key + "_swarm_nodes", double(swarm.nodes));
+    report.add(key + "_swarm_samples_per_s", o.samplesPerSecond);
+    report.add(key + "_swarm_vs_one_process", o.samplesPerSecond / one);
+    report.add(key + "_swarm_first_loss", o.firstLoss);
+    report.add(key + "_swarm_last_loss", o.lastLoss);
+    if (o.finalAccuracy >= 0)
+        report.add(key + "_swarm_final_accuracy", o.finalAccuracy);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const auto opts = bench::parseBenchOptions(
+        argc, argv, "bench_jobs",
+        "The reference jobs (residual CNN, vision transformer) in one process, as a 2-stage pipeline, and as a swarm "
+        "on loopback; the partitioner's stage times against measured ones; the transformer on volunteers capped at "
+        "256 MiB.");
+    try {
+        bench::BenchReport report("bench_jobs", opts.quick);
+        const std::filesystem::path jobsDir =
+            std::getenv("ROOKERY_JOBS_DIR") ? std::getenv("ROOKERY_JOBS_DIR") : ROOKERY_JOBS_DIR;
+        auto train = std::make_shared<const data::ImageDataset>(
+            data::loadFashionMnist(defaultFashionMnistDir(), data::Split::Train));
+        std::printf("%u cores; jobs from %s\n", std::max(1u, std::thread::hardware_concurrency()), jobsDir.c_str());
+        benchJob("rescnn.json", jobsDir, opts, train, report);
+        benchJob("vit.json", jobsDir, opts, train, report);
+        report.finish(opts.jsonPath);
+        return 0;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bench_jobs: %s\n", e.what());
+        return 1;
+    }
+}
