@@ -2,8 +2,6 @@
 #include "engine/store/schema.h"
 
 #include <array>
-#include <cstring>
-#include <fstream>
 #include <functional>
 
 #include "engine/common/error.h"
@@ -140,22 +138,17 @@ const std::array<std::function<void(Database &)>, kSchemaVersion> kMigrations = 
     },
 };
 
-bool hasSqliteHeader(const fs::path &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    char header[16] = {};
-    in.read(header, sizeof header);
-    return in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0;
-}
-
 // Read-only checks on an existing file; nothing here writes.
 void checkExisting(const fs::path &path)
 {
     std::error_code ec;
     if (fs::file_size(path, ec) == 0 && !ec)
         return; // an empty file is an empty database
-    if (!hasSqliteHeader(path))
-        throw Error("database " + path.string() + " is not a Rookery database (not an SQLite file)." + kUntouched);
+    // Only SQLite opens the file, never a stream of our own: closing any descriptor of a
+    // file drops every POSIX lock this process holds on it, so a second connection
+    // opened beside a running one would leave that one unlocked, and another process
+    // (`rookery-coordinator invite`) could then checkpoint and remove the write-ahead
+    // log under it: a corrupt database (SQLite's "How To Corrupt", 2.2).
     try {
         Database db(path, Database::Access::ReadOnly);
         const auto check = db.scalarText("PRAGMA integrity_check");
@@ -180,6 +173,8 @@ void checkExisting(const fs::path &path)
         const std::string msg = e.what();
         if (msg.find(kUntouched) != std::string::npos)
             throw;
+        if (msg.find("file is not a database") != std::string::npos)
+            throw Error("database " + path.string() + " is not a Rookery database (not an SQLite file)." + kUntouched);
         // SQLite refused to read it at all (malformed header, truncated file, ...).
         throw Error("database " + path.string() + " is damaged (" + msg + ")." + kUntouched);
     }
