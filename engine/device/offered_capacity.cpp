@@ -5,10 +5,12 @@
 
 namespace rookery::device {
 
-CapabilityProfile offeredProfile(CapabilityProfile p, const GovernorSettings &caps)
+CapabilityProfile offeredProfile(CapabilityProfile p, const GovernorSettings &caps, uint64_t residentBytes)
 {
-    if (caps.memoryCapMiB > 0)
-        p.ramAvailableBytes = std::min<uint64_t>(p.ramAvailableBytes, uint64_t(caps.memoryCapMiB) << 20);
+    if (caps.memoryCapMiB > 0) {
+        const uint64_t cap = uint64_t(caps.memoryCapMiB) << 20;
+        p.ramAvailableBytes = std::min<uint64_t>(p.ramAvailableBytes, cap > residentBytes ? cap - residentBytes : 0);
+    }
     for (auto &gpu : p.gpus)
         gpu.gflops = 0;
     return p;

@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <cstdint>
+
 #include "engine/device/capability_profile.h"
 #include "engine/device/governor_settings.h"
 
 namespace rookery::device {
 
 /// What a volunteer offers the swarm: its measured profile, with available memory
-/// limited to its memory cap. The CPU caps (cores, CPU share) are not applied yet:
+/// limited to what its memory cap leaves beside the `residentBytes` this process holds
+/// already (the cap is on the whole process's resident memory, and the program, its
+/// libraries and the dataset take a couple of hundred MiB before any model does). The CPU caps (cores, CPU share) are not applied yet:
 /// scaled claims made the planner cut stages of nothing but the parameter-free Flatten
 /// on this machine (it still assumes 12.5 MB/s links), so the CPU figures stay as
 /// measured. GPUs are listed but offer no GFLOP/s: stages
 /// train on the CPU (engine/train), and the coordinator plans with a GPU's figure
 /// where one is given. The coordinator plans with these figures, and checks them
 /// against the speed the node then trains at.
-CapabilityProfile offeredProfile(CapabilityProfile measured, const GovernorSettings &caps);
+CapabilityProfile offeredProfile(CapabilityProfile measured, const GovernorSettings &caps, uint64_t residentBytes = 0);
 
 } // namespace rookery::device

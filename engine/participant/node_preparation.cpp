@@ -8,9 +8,11 @@
 #include <boost/asio/io_context.hpp>
 
 #include "engine/common/error.h"
+#include "engine/common/format.h"
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
 #include "engine/device/offered_capacity.h"
+#include "engine/device/process_usage.h"
 #include "engine/device/profile_service.h"
 #include "engine/net/host_port.h"
 #include "engine/net/nickname.h"
@@ -112,6 +114,14 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
         test = std::make_shared<data::ImageDataset>(data::headOf(*test, s.evaluateSamples));
     auto checkpoints = std::make_unique<store::CheckpointStore>(s.dataDir / "rookery.db");
     const auto profile = device::loadCapabilityProfile(s.dataDir, false);
+    // Offered: the memory cap less what this process holds already (program, libraries,
+    // the dataset just loaded), so the planner gives it no stage it would stop over.
+    const uint64_t resident = device::residentBytes();
+    const auto offered = device::offeredProfile(profile.profile, s.governor, resident);
+    if (s.governor.memoryCapMiB > 0)
+        log::info("node", "memory cap " + format::bytes(double(uint64_t(s.governor.memoryCapMiB) << 20)) +
+                              ": this process holds " + format::bytes(double(resident)) + " already, so " +
+                              format::bytes(double(offered.ramAvailableBytes)) + " is offered for training");
     // Without --port, the port of the last run when it is still free: a node that
     // restarts keeps its address, so its neighbours' links simply reconnect.
     const auto portFile = s.dataDir / "peer-port";
@@ -125,7 +135,7 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
                         std::move(train),
                         std::move(test),
                         std::move(checkpoints),
-                        claimedProfile(device::toJson(device::offeredProfile(profile.profile, s.governor))),
+                        claimedProfile(device::toJson(offered)),
                         port,
                         advertisedAddress(s.bindAddress, s.publicAddress, port)};
 }

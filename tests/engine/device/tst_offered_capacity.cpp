@@ -51,6 +51,19 @@ private Q_SLOTS:
         caps.memoryCapMiB = 64 * 1024;
         QCOMPARE(device::offeredProfile(measured(), caps).ramAvailableBytes, uint64_t(8) << 30);
     }
+
+    // The cap is on the whole process: what the process holds already is not offered.
+    void theMemoryCapLessWhatTheProcessHoldsIsOffered()
+    {
+        GovernorSettings caps;
+        caps.memoryCapMiB = 512;
+        const uint64_t resident = uint64_t(220) << 20;
+        QCOMPARE(device::offeredProfile(measured(), caps, resident).ramAvailableBytes, uint64_t(292) << 20);
+        caps.memoryCapMiB = 200; // less than it holds: nothing to offer
+        QCOMPARE(device::offeredProfile(measured(), caps, resident).ramAvailableBytes, uint64_t(0));
+        caps.memoryCapMiB = 0; // no cap: what the machine has available
+        QCOMPARE(device::offeredProfile(measured(), caps, resident).ramAvailableBytes, uint64_t(8) << 30);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestOfferedCapacity)
