@@ -70,6 +70,8 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     std::map<int, double> finalAccuracy;                  // by cluster
     SwarmBenchOutcome o;
     launcher::SwarmLauncher swarm(s, [&](const std::string &who, const std::string &line) {
+        if (spec.onLine)
+            spec.onLine(who, line);
         std::smatch m;
         if (std::regex_search(line, m, progress)) {
             if (!start && std::stoll(m[1].str()) > 0)

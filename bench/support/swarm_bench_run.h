@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ struct SwarmBenchSpec
     /// instead of the MLP's; steps, seed and averaging still come from here.
     std::filesystem::path jobFile;
     int64_t microbatch = 64; ///< the job's, for counting samples
+    /// Called with every line a program prints ("coordinator", "node 2"), if set.
+    std::function<void(const std::string &who, const std::string &line)> onLine;
     int clusters() const { return nodes / clusterSize; }
 };
 

@@ -14,6 +14,7 @@
 #include "engine/coord/job_file.h"
 #include "engine/model/model_zoo.h"
 #include "engine/model/partitioner.h"
+#include "engine/swarm/swarm_planner.h"
 #include "engine/train/optimizer_config.h"
 #include "tests/engine/coord/coord_test_support.h"
 #include "tests/support/test_support.h"
@@ -193,7 +194,15 @@ private Q_SLOTS:
         const auto three = model::tryPartitionLayers(costs, capped(3), options);
         QVERIFY(three);
         QVERIFY(three->fits());
-        qInfo("%lld parameters; on three volunteers of 256 MiB: %s", (long long)parameters, three->describe().c_str());
+        // The coordinator forms a cluster once its members' memory covers the model's
+        // demand: four capped volunteers do.
+        const auto demand = swarm::demandOf({spec, job.run.microbatch, train::stateCopies(job.run.optimizer)});
+        QVERIFY2(demand.memoryBytes <= int64_t(4 * cap), qPrintable(QString::number(demand.memoryBytes >> 20)));
+        const auto four = model::tryPartitionLayers(costs, capped(4), options);
+        QVERIFY(four && four->fits());
+        qInfo("%lld parameters, demand %lld MiB; on three volunteers of 256 MiB: %s; on four: %s",
+              (long long)parameters, (long long)(demand.memoryBytes >> 20), three->describe().c_str(),
+              four->describe().c_str());
     }
 
     void transformerLayersAreRead()
