@@ -75,7 +75,8 @@ void PipelineEvaluation::evaluate(bool final, int64_t step)
             continue;
         }
         try {
-            const auto e = train::evaluateParameters(m_config.model, *weights, *m_config.test);
+            const auto e = train::evaluateParameters(m_config.model, *weights, *m_config.test,
+                                                     train::evaluationBatch(m_config.model));
             if (m_callbacks.accuracy)
                 m_callbacks.accuracy(e.accuracy);
             char text[200];

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/train/evaluate.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "engine/common/error.h"
@@ -38,6 +39,14 @@ EvalMetrics evaluateParameters(const model::ModelSpec &spec, const std::vector<N
         correct += logits.argmax(1).eq(b.labels).sum().item<int64_t>();
     }
     return {lossSum / double(test.count), double(correct) / double(test.count), test.count};
+}
+
+int64_t evaluationBatch(const model::ModelSpec &spec, uint64_t budgetBytes)
+{
+    int64_t largest = 1;
+    for (const auto &c : model::layerCosts(spec, 1))
+        largest = std::max({largest, c.activationBytes, c.savedBytes});
+    return std::clamp<int64_t>(int64_t(budgetBytes) / largest, 16, 1000);
 }
 
 } // namespace rookery::train

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <QtTest>
 
+#include <cmath>
+
 #include "engine/common/error.h"
 #include "engine/data/image_dataset.h"
 #include "engine/device/compute_threads.h"
 #include "engine/model/model_zoo.h"
+#include "engine/train/evaluate.h"
 #include "engine/train/trainer.h"
 #include "tests/support/test_support.h"
 
@@ -49,6 +52,28 @@ private Q_SLOTS:
         qInfo("MLP, SGD, 1500 steps of 64: test accuracy %.2f%%, loss %.4f", e.accuracy * 100, e.loss);
         QVERIFY2(e.accuracy >= 0.85, qPrintable(QString::number(e.accuracy)));
         QCOMPARE(e.samples, int64_t(10000));
+    }
+
+    // A root tests in batches whose largest tensor stays within 32 MiB; the figures do
+    // not depend on the batch.
+    void evaluationBatchesStaySmall()
+    {
+        const auto mlp = model::mlpSpec();
+        QCOMPARE(train::evaluationBatch(mlp), int64_t(1000)); // 3 KiB a sample at most
+        model::ModelSpec wide = model::cnnSpec();
+        wide.layers[0].out = 64; // 64 x 28 x 28 floats: 196 KiB a sample
+        wide.layers[3].in = 64;
+        const int64_t batch = train::evaluationBatch(wide);
+        QCOMPARE(batch, int64_t((32 << 20) / (64 * 28 * 28 * 4)));
+        QCOMPARE(train::evaluationBatch(wide, 1024), int64_t(16)); // never below 16
+        train::Trainer t(mlpConfig(), m_train);
+        for (int i = 0; i < 50; ++i)
+            t.step();
+        const auto head = data::headOf(m_test, 1000);
+        const auto whole = train::evaluateParameters(mlp, t.state().parameters, head, 1000);
+        const auto small = train::evaluateParameters(mlp, t.state().parameters, head, 37);
+        QCOMPARE(small.accuracy, whole.accuracy);
+        QVERIFY(std::abs(small.loss - whole.loss) < 1e-5 * whole.loss);
     }
 
     void adamwTrainsToo()
