@@ -3,9 +3,12 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/common/command_line.h"
 #include "engine/common/error.h"
@@ -26,7 +29,7 @@ int main(int argc, char **argv)
     launcher::SwarmLauncherSettings s;
     std::string workDir = (defaultDataDir() / "local-swarm").string();
     std::string datasetDir = defaultFashionMnistDir().string();
-    std::string model = "mlp", optimizer = "sgd";
+    std::string model = "mlp", optimizer = "sgd", job;
     int64_t steps = 600, interval = 10, microbatch = 64, seed = 1;
     double lr = 0.05;
     int cores = 1;
@@ -47,6 +50,10 @@ int main(int argc, char **argv)
                         "pipeline stages per cluster (0: let the planner decide)");
     p.add_option("--work-dir", workDir, "data directories of the coordinator and nodes")->type_name("DIR");
     p.add_option("--dataset-dir", datasetDir, "Fashion-MNIST's .gz files")->type_name("DIR");
+    p.add_option("--job", job,
+                 "a job file for the coordinator (its --job; docs/job-file.md): its model, optimizer, microbatch, "
+                 "steps and seed; the options below that are given override it")
+        ->type_name("FILE");
     cli::addChoice(p, "--model", model, {"mlp", "cnn"}, "model to train");
     cli::addChoice(p, "--optimizer", optimizer, {"sgd", "adamw"}, "optimizer");
     cli::addNumber(p, "--lr", lr, 1e-6, 10, "RATE", "learning rate");
@@ -92,7 +99,8 @@ int main(int argc, char **argv)
     p.add_flag("--through-relay", throughRelay,
                "every node advertises an address nobody can dial, as if behind NAT, so that every link goes "
                "through the coordinator's relay");
-    p.footer("Example:\n  rookery-local-swarm --nodes 4 --cluster-size 2    two clusters of two pipeline stages\n\n"
+    p.footer("Examples:\n  rookery-local-swarm --nodes 4 --cluster-size 2    two clusters of two pipeline stages\n"
+             "  rookery-local-swarm --nodes 2 --job resources/jobs/rescnn.json --steps 200\n\n"
              "Ctrl-C stops every process; each node checkpoints first.");
     try {
         if (cli::parse(p, argc, argv) != cli::Outcome::Run)
@@ -101,22 +109,27 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "rookery-local-swarm: %s\n", e.what());
         return 2;
     }
+    if (!job.empty() && !std::filesystem::is_regular_file(job)) {
+        std::fprintf(stderr, "rookery-local-swarm: --job %s: no such file\n", job.c_str());
+        return 2;
+    }
     s.workDir = workDir;
     s.datasetDir = datasetDir;
-    s.coordinatorArgs = {"--model",
-                         model,
-                         "--optimizer",
-                         optimizer,
-                         "--lr",
-                         std::to_string(lr),
-                         "--steps",
-                         std::to_string(steps),
-                         "--averaging-interval",
-                         std::to_string(interval),
-                         "--microbatch",
-                         std::to_string(microbatch),
-                         "--seed",
-                         std::to_string(seed)};
+    // Without a job file every run option goes to the coordinator, defaults included;
+    // with one, only those given here, so that the file's own settings stand.
+    const std::vector<std::pair<std::string, std::string>> runOptions{
+        {"--model", model},
+        {"--optimizer", optimizer},
+        {"--lr", std::to_string(lr)},
+        {"--steps", std::to_string(steps)},
+        {"--averaging-interval", std::to_string(interval)},
+        {"--microbatch", std::to_string(microbatch)},
+        {"--seed", std::to_string(seed)}};
+    if (!job.empty())
+        s.coordinatorArgs = {"--job", std::filesystem::absolute(job).string()};
+    for (const auto &[option, value] : runOptions)
+        if (job.empty() || p.count(option) > 0)
+            s.coordinatorArgs.insert(s.coordinatorArgs.end(), {option, value});
     s.nodeArgs = {"--max-cores", std::to_string(cores), "--cpu-percent", std::to_string(cpuPercent)};
     if (checkpointSeconds >= 0)
         s.nodeArgs.insert(s.nodeArgs.end(), {"--checkpoint-seconds", std::to_string(checkpointSeconds)});
