@@ -117,6 +117,11 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
         o.invite = true; // the options that matter: --data-dir, --public-host and the invite's
         args.erase(args.begin() + 1);
     }
+    if (args.size() > 1 && std::string_view(args[1]) == "dataset") {
+        o.datasetCommand.assign(args.begin(), args.end());
+        o.datasetCommand.erase(o.datasetCommand.begin() + 1);
+        return true;
+    }
     if (args.size() > 1 && std::string_view(args[1]) == "dataset-hash") {
         if (args.size() != 3)
             throw Error("usage: rookery-coordinator dataset-hash DIR (a directory with the dataset's four "
@@ -180,6 +185,10 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     cli::addWholeNumber(*inviteGroup, "--valid-days", o.inviteDays, 1, 3650, "D", "days until it expires");
     inviteGroup->add_option("--note", o.inviteNote, "a note for the list (who it was for)")->type_name("TEXT");
     inviteGroup->add_flag("--list", o.inviteList, "list the invites (uses left, expiry) instead of making one");
+    std::string fashionMnistDir = defaultFashionMnistDir().string();
+    p.add_option("--dataset-dir", fashionMnistDir,
+                 "the copy of Fashion-MNIST to serve to volunteers without one (when the run trains on it)")
+        ->type_name("DIR");
     p.add_option("--job", jobPath,
                  "the job to train, from a JSON file (docs/job-file.md): model, optimizer, batch, steps, seed, "
                  "averaging and dataset; run options given as well override it")
@@ -210,6 +219,8 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
              "  rookery-coordinator --model cnn --optimizer adamw --lr 0.001 --steps 20000\n"
              "  rookery-coordinator --job jobs/mlp.json        the job in a file (docs/job-file.md)\n"
              "  rookery-coordinator dataset-hash DIR           the content hash of a dataset, for a job file\n"
+             "  rookery-coordinator dataset add NAME --idx-dir DIR   add a dataset to serve (IDX files)\n"
+             "  rookery-coordinator dataset list               the datasets this coordinator can serve\n"
              "  rookery-coordinator --bind 127.0.0.1 --port 0 --status-port 0   (a local test swarm)\n"
              "  rookery-coordinator invite --data-dir DIR [--uses N] [--valid-days D] [--public-host HOST]\n"
              "      make a join token for N new volunteers (default 1, for 7 days) and print the join\n"
@@ -223,6 +234,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     if (cli::parse(p, int(args.size()), args.data()) != cli::Outcome::Run)
         return false;
     s.dataDir = dataDir;
+    o.fashionMnistDir = fashionMnistDir;
     s.admission = open ? coord::Admission::Open : coord::Admission::InviteOnly;
     s.reachabilityTimeout = std::chrono::seconds(reachabilitySeconds);
     s.stragglerCheckInterval = std::chrono::seconds(stragglerSeconds);
@@ -246,13 +258,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
         o.jobNotes.push_back("job '" + job->name + "' from " + jobPath + ": model " + run.model.name + ", " +
                              std::to_string(run.model.layers.size()) + " layers, " +
                              std::to_string(model::parameterCount(run.model)) + " parameters");
-        const auto dataset = defaultFashionMnistDir();
-        if (job->datasetSha256.empty())
-            o.jobNotes.push_back("the job names no dataset.sha256: the dataset's content is not checked");
-        else if (std::filesystem::exists(dataset))
-            coord::checkJobDataset(*job, dataset); // throws, naming both hashes, on a mismatch
-        else
-            o.jobNotes.push_back("dataset.sha256 not checked here: no copy of the dataset at " + dataset.string());
+        o.jobSha256 = job->datasetSha256; // checked at start (coord::settleServedDataset)
     }
     run.optimizer.kind = train::optimizerKindFromName(choices.optimizer);
     run.optimizer.learningRate = choices.learningRate;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,13 @@ struct CoordinatorOptions
     /// `rookery-coordinator dataset-hash DIR`: print the content hash of the dataset in
     /// DIR (for a job file's dataset.sha256) and exit.
     std::string datasetHashDir;
+    /// `rookery-coordinator dataset add|list ...`: the words from "add" on, after the
+    /// program's name (runDatasetCommand); empty otherwise.
+    std::vector<std::string> datasetCommand;
+    /// The copy of Fashion-MNIST to serve (--dataset-dir), and the job's dataset hash
+    /// (empty: none given); main() settles what is served (coord::settleServedDataset).
+    std::filesystem::path fashionMnistDir;
+    std::string jobSha256;
     /// --job: the job file's name, and notes to print at start (what it set, what was
     /// not checked).
     std::string jobName;

@@ -7,9 +7,11 @@
 #include <sys/resource.h>
 
 #include "app/coordinator/coordinator_cli.h"
+#include "app/coordinator/dataset_command.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/wall_clock.h"
+#include "engine/coord/dataset_library.h"
 #include "engine/coord/invite_book.h"
 #include "engine/coord/job_file.h"
 #include "engine/coord/join_address.h"
@@ -72,6 +74,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "rookery-coordinator: %s\n", e.what());
         return 2;
     }
+    if (!options.datasetCommand.empty())
+        return app::runDatasetCommand(options.datasetCommand);
     if (!options.datasetHashDir.empty()) {
         try {
             std::printf("%s\n", coord::datasetContentHash(options.datasetHashDir).c_str());
@@ -102,6 +106,11 @@ int main(int argc, char **argv)
     try {
         for (const auto &note : options.jobNotes)
             std::printf("%s\n", note.c_str());
+        // Before the coordinator starts: a dataset that is missing or does not match the
+        // job's hash stops it here, with nothing planned.
+        std::printf("%s\n", coord::settleServedDataset(options.settings.run, options.jobSha256,
+                                                       options.settings.dataDir, options.fashionMnistDir)
+                                .c_str());
         coord::Coordinator coordinator(options.settings);
         std::printf("rookery-coordinator: run %s, model %s\n", coordinator.run().runId.c_str(),
                     coordinator.run().model.name.c_str());

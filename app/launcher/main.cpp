@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // rookery-local-swarm: a coordinator and N nodes on this machine, supervised.
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -39,6 +40,7 @@ int main(int argc, char **argv)
     int64_t checkpointSeconds = -1;
     int poisoner = 0;
     std::string misbehaviour = "ring-poison";
+    int withoutData = 0;
     bool fresh = false, quiet = false, throughRelay = false, overlap = false, stragglers = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
@@ -78,6 +80,9 @@ int main(int argc, char **argv)
     std::string peerCompression = "bf16";
     cli::addChoice(p, "--peer-compression", peerCompression, {"none", "fp16", "bf16"},
                    "how activations and gradients travel between the nodes (their --peer-compression)");
+    cli::addWholeNumber(p, "--nodes-without-data", withoutData, 0, 64, "N",
+                        "nodes 1..N have no copy of the dataset: as roots they fetch their shards from the "
+                        "coordinator");
     p.add_flag("--fresh", fresh, "delete the work directory first (a new run)");
     p.add_flag("--straggler-check", stragglers,
                "the coordinator re-cuts a cluster around a stage much slower than its peers (its "
@@ -143,6 +148,8 @@ int main(int argc, char **argv)
     if (certificateSeconds > 0)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(),
                                  {"--certificate-lifetime-s", std::to_string(certificateSeconds)});
+    for (int i = 1; i <= std::min(withoutData, s.nodes); ++i) // after --dataset-dir: the last one counts
+        s.nodeExtraArgs[i] = {"--dataset-dir", (std::filesystem::path(workDir) / "no-dataset").string()};
     if (poisoner > 0)
         s.nodeEnvironment[poisoner] = {"ROOKERY_TESTING_MISBEHAVE=" + misbehaviour};
     if (throughRelay) { // port 1 on loopback: nothing listens, the coordinator's check fails at once

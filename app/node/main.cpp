@@ -170,6 +170,7 @@ host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
     if (o.local.evalEvery >= 0)
         s.swarm.evaluateEvery = o.local.evalEvery;
     s.swarm.evaluateSamples = o.evalSamples;
+    s.swarm.dataCacheBytes = uint64_t(o.dataCacheMiB) << 20;
     s.swarm.keepCheckpoints = o.local.keepCheckpoints;
     s.swarm.exitWhenDone = !o.stay;
     s.statusPort = uint16_t(o.statusPort);

@@ -60,7 +60,13 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
     cli::addWholeNumber(p, "--control-port", o.controlPort, 0, 65535, "N",
                         "the control API's port on 127.0.0.1 (0: any free; see DIR/control-port)");
     p.add_flag("--no-control", o.noControl, "serve no local control API (and no metrics)");
-    p.add_option("--dataset-dir", o.datasetDir, "Fashion-MNIST's .gz files")->type_name("DIR");
+    p.add_option("--dataset-dir", o.datasetDir,
+                 "Fashion-MNIST's .gz files; in a swarm, a root stage without them fetches the run's dataset from "
+                 "the coordinator")
+        ->type_name("DIR");
+    cli::addWholeNumber(p, "--data-cache-mib", o.dataCacheMiB, 64, int64_t(1) << 30, "MIB",
+                        "swarm: the most disk the dataset shards fetched from the coordinator may take (in "
+                        "DIR/data-cache; the least recently used go first)");
 }
 
 void declareTrainingOptions(CLI::App &p, host::WholeModelSettings &l)

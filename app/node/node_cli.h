@@ -28,6 +28,7 @@ struct NodeOptions
     std::string peerCompression = "bf16"; ///< swarm: none, fp16 or bf16 on the links it dials
     bool stay = false;                    ///< swarm: stay in the swarm after the run is complete
     int64_t evalSamples = 0;              ///< swarm: test on the first N samples; 0: all
+    int64_t dataCacheMiB = 2048;          ///< swarm: the cap on dataset shards fetched from the coordinator
     int checkpointSeconds = -1;           ///< swarm: checkpoints at least this many seconds apart; -1: the default
     int statusPort = 0;                   ///< swarm: the coordinator's status API port; 0: the coordinator's + 1
     int controlPort = 0;                  ///< the local control API's port on 127.0.0.1; 0: any free port

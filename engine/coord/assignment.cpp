@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/common/error.h"
+#include "engine/data/dataset_manifest.h"
 #include "engine/swarm/outer_optimizer.h"
 
 namespace rookery::coord {
@@ -141,8 +142,15 @@ void validate(const RunConfig &run)
         throw Error("run: " + why);
     if (run.totalSteps < 0)
         throw Error("run: total steps cannot be negative");
-    if (run.dataset != "fashion-mnist")
-        throw Error("run: unknown dataset '" + run.dataset + "' (known: fashion-mnist)");
+    if (run.dataset.empty() || run.dataset.size() > 64 ||
+        run.dataset.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos)
+        throw Error("run: the dataset name '" + run.dataset.substr(0, 80) +
+                    "' is not 1 to 64 of a-z, 0-9, '.', '_' and '-'");
+    if (!run.datasetSha256.empty() && !data::isSha256(run.datasetSha256))
+        throw Error("run: the dataset hash is not a SHA-256 (64 lowercase hex digits)");
+    if (run.dataset != "fashion-mnist" && run.datasetSha256.empty())
+        throw Error("run: dataset '" + run.dataset +
+                    "' has no content hash: only Fashion-MNIST may be read from each node's own copy");
     model::validate(run.model);
     train::validate(run.optimizer);
 }

@@ -148,6 +148,9 @@ struct RunConfig
     uint64_t seed = 1;
     int64_t totalSteps = 10000;
     std::string dataset = "fashion-mnist";
+    /// The content hash (manifest SHA-256) of the dataset the coordinator serves to nodes
+    /// without a copy of their own; empty: it serves none, every root needs its own copy.
+    std::string datasetSha256;
     bool operator==(const RunConfig &) const = default;
 };
 

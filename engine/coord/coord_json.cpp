@@ -132,7 +132,8 @@ std::string toJson(const RunConfig &r)
                 {"overlap_averaging", r.overlapAveraging},
                 {"seed", r.seed},
                 {"total_steps", r.totalSteps},
-                {"dataset", r.dataset}}
+                {"dataset", r.dataset},
+                {"dataset_sha256", r.datasetSha256}}
         .dump();
 }
 
@@ -154,6 +155,7 @@ RunConfig runConfigFromJson(std::string_view text)
         r.seed = j.at("seed").get<uint64_t>();
         r.totalSteps = j.at("total_steps").get<int64_t>();
         r.dataset = j.at("dataset").get<std::string>();
+        r.datasetSha256 = j.value("dataset_sha256", std::string()); // runs stored before datasets were served
         return r;
     } catch (const json::exception &e) {
         throw Error(std::string("a stored run configuration is malformed: ") + e.what());

@@ -90,7 +90,11 @@ Coordinator::Impl::Impl(CoordinatorSettings s)
             if (probe) // made in start(); none while the stored run is restored
                 probe->check(id, address);
         };
-    restore(stored); // settles run.runId
+    restore(stored);                  // settles run.runId
+    if (!run.datasetSha256.empty()) { // throws, saying what is missing, before anything listens
+        dataset = std::make_unique<DatasetServer>(datasetStoreOf(settings.dataDir), run.datasetSha256);
+        hooks.data = [this](const net::DataRequest &r) { return dataset->serve(r); };
+    }
     rc.runId = run.runId;
     rc.run = toWire(run);
     registry = std::make_unique<NodeRegistry>(rc, identity.ca, &store, replay, std::move(hooks));
@@ -321,6 +325,7 @@ CoordinatorCounters Coordinator::counters() const
     out.assignmentPushes = c.assignmentPushes;
     out.relayGrants = c.relayGrants;
     out.relayedBytes = m->relayServer ? m->relayServer->counters().bytesRelayed : 0;
+    out.dataBytesServed = m->dataset ? m->dataset->bytesServed() : 0;
     out.planRounds = m->planRounds.load();
     out.nodesOnline = m->registry->onlineCount();
     out.nodesKnown = nodes.size();

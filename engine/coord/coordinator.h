@@ -121,6 +121,11 @@ struct CoordinatorSettings
     std::chrono::milliseconds claimCheckInterval{2'000};
 };
 
+/// Where a coordinator keeps the datasets it serves: <dataDir>/datasets, a directory of
+/// content-addressed files (data::ShardStore), and one file per dataset name, under
+/// names/, holding its manifest's hash.
+std::filesystem::path datasetStoreOf(const std::filesystem::path &dataDir);
+
 /// Counters for logs, status and benchmarks.
 struct CoordinatorCounters
 {
@@ -134,6 +139,7 @@ struct CoordinatorCounters
     uint64_t assignmentPushes = 0;
     uint64_t relayGrants = 0;
     uint64_t relayedBytes = 0;
+    uint64_t dataBytesServed = 0; ///< pieces of dataset files sent to nodes
     uint64_t planRounds = 0;
     size_t nodesOnline = 0;
     size_t nodesKnown = 0;

@@ -170,6 +170,8 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             return notify(&CoordinatorClientEvents::relayGranted, *grant);
         if (auto *bans = std::get_if<net::BanList>(&m))
             return notify(&CoordinatorClientEvents::banned, *bans);
+        if (auto *piece = std::get_if<net::DataPiece>(&m))
+            return notify(&CoordinatorClientEvents::dataPiece, *piece);
         if (auto *expect = std::get_if<net::RelayExpect>(&m)) {
             if (config.relayPort == 0)
                 return log::warning(kArea, "ignoring a RelayExpect: this node runs no relay");
@@ -487,6 +489,14 @@ bool CoordinatorClient::requestRelay(const std::string &peerId)
     if (!l || !isRegistered())
         return false;
     return l->send(net::RelayRequest{peerId}) == net::SendResult::Queued;
+}
+
+bool CoordinatorClient::requestData(const net::DataRequest &request)
+{
+    auto l = m->currentLink();
+    if (!l || !isRegistered())
+        return false;
+    return l->send(request) == net::SendResult::Queued;
 }
 
 void CoordinatorClient::leave(const std::string &reason)

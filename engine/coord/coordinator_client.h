@@ -62,6 +62,8 @@ struct CoordinatorClientEvents
     /// The coordinator's ban list (quarantined node ids), whole, each time it changes
     /// and after each registration while it is not empty.
     std::function<void(const net::BanList &)> banned;
+    /// A piece of a dataset file, or a refusal, answering requestData().
+    std::function<void(const net::DataPiece &)> dataPiece;
 };
 
 /// Counters for status displays and benchmarks.
@@ -102,6 +104,9 @@ public:
     /// Asks for a relayed link to `peerId` (neither can dial the other); the answer
     /// comes as `relayGranted`, to both. False when not registered right now.
     bool requestRelay(const std::string &peerId);
+    /// Asks for a piece of a dataset file the run's dataset names; the answer comes as
+    /// `dataPiece`. False when not registered right now (ask again once registered).
+    bool requestData(const net::DataRequest &request);
     /// Tells the coordinator this node leaves (it re-plans at once), then closes.
     void leave(const std::string &reason = "the node is shutting down");
     /// Closes without a Leave: the coordinator keeps this node's assignment for its

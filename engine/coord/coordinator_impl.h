@@ -18,6 +18,7 @@
 #include "engine/coord/coordinator.h"
 #include "engine/coord/coordinator_identity.h"
 #include "engine/coord/coordinator_store.h"
+#include "engine/coord/dataset_server.h"
 #include "engine/coord/invite_book.h"
 #include "engine/coord/node_registry.h"
 #include "engine/coord/plan_state.h"
@@ -122,7 +123,8 @@ struct Coordinator::Impl
     Clock::time_point lastArrival;                  ///< the latest join queued
     std::optional<Clock::time_point> firstHeldJoin; ///< the oldest join still pending
 
-    std::unique_ptr<InviteBook> invites; ///< null when admission is open
+    std::unique_ptr<InviteBook> invites;    ///< null when admission is open
+    std::unique_ptr<DatasetServer> dataset; ///< null when the run's dataset is not served
     std::unique_ptr<NodeRegistry> registry;
     std::atomic<uint64_t> statusVersion{1};
     std::atomic<uint64_t> planRounds{0};

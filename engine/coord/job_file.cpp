@@ -10,10 +10,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include "engine/common/error.h"
-#include "engine/common/secret_token.h"
+#include "engine/data/dataset_manifest.h"
 #include "engine/model/model_zoo.h"
 #include "engine/model/partitioner.h"
 
@@ -361,12 +360,16 @@ void readDataset(Reader &r, const json &j, Job &job)
     if (!r.object(j, "dataset", {"name", "sha256"}))
         return;
     r.text(j, "dataset", "name", job.run.dataset, 64, true);
-    if (job.run.dataset != "fashion-mnist")
-        r.problem("dataset.name", "unknown dataset '" + job.run.dataset + "' (known: fashion-mnist)");
+    if (job.run.dataset.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos ||
+        job.run.dataset.rfind('.', 0) == 0)
+        r.problem("dataset.name", "'" + job.run.dataset + "' is not made of a-z, 0-9, '.', '_' and '-'");
     r.text(j, "dataset", "sha256", job.datasetSha256, 64);
-    if (!job.datasetSha256.empty() && (job.datasetSha256.size() != 64 ||
-                                       job.datasetSha256.find_first_not_of("0123456789abcdef") != std::string::npos))
-        r.problem("dataset.sha256", "must be 64 lowercase hex digits (rookery-coordinator dataset-hash DIR prints it)");
+    if (!job.datasetSha256.empty() && !data::isSha256(job.datasetSha256))
+        r.problem("dataset.sha256", "must be 64 lowercase hex digits (rookery-coordinator dataset add prints it)");
+    else if (job.datasetSha256.empty() && job.run.dataset != "fashion-mnist")
+        r.problem("dataset.sha256", "required for a dataset other than fashion-mnist (rookery-coordinator dataset "
+                                    "add prints it)");
+    job.run.datasetSha256 = job.datasetSha256;
 }
 
 // "FILE:LINE:COLUMN" of byte `offset` in `text` (both 1-based).
@@ -379,34 +382,6 @@ std::string where(const std::string &source, std::string_view text, size_t offse
             column = 0;
         }
     return source + ":" + std::to_string(line) + ":" + std::to_string(column);
-}
-
-std::string fileSha256(const std::filesystem::path &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error("cannot read the dataset file " + path.string());
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-    std::vector<char> buffer(1 << 20);
-    while (in) {
-        in.read(buffer.data(), std::streamsize(buffer.size()));
-        EVP_DigestUpdate(ctx, buffer.data(), size_t(in.gcount()));
-    }
-    const bool failed = in.bad();
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    EVP_DigestFinal_ex(ctx, digest, &length);
-    EVP_MD_CTX_free(ctx);
-    if (failed)
-        throw Error("reading the dataset file " + path.string() + " failed");
-    static const char *kHex = "0123456789abcdef";
-    std::string hex;
-    for (unsigned int i = 0; i < length; ++i) {
-        hex += kHex[digest[i] >> 4];
-        hex += kHex[digest[i] & 15];
-    }
-    return hex;
 }
 
 } // namespace
@@ -478,24 +453,9 @@ Job readJobFile(const std::filesystem::path &path)
 
 std::string datasetContentHash(const std::filesystem::path &dir)
 {
-    std::string manifest;
-    for (const char *name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-                             "t10k-labels-idx1-ubyte.gz"}) {
-        if (!std::filesystem::exists(dir / name))
-            throw Error("the dataset in " + dir.string() + " has no " + name);
-        manifest += fileSha256(dir / name) + "  " + name + "\n";
-    }
-    return sha256Hex(manifest);
-}
-
-void checkJobDataset(const Job &job, const std::filesystem::path &dir)
-{
-    if (job.datasetSha256.empty())
-        return;
-    const std::string actual = datasetContentHash(dir);
-    if (actual != job.datasetSha256)
-        throw Error("the dataset '" + job.run.dataset + "' in " + dir.string() + " has content hash " + actual +
-                    ", not the job's dataset.sha256 " + job.datasetSha256 + ": a different or damaged copy");
+    const auto train = data::loadFashionMnist(dir, data::Split::Train);
+    const auto test = data::loadFashionMnist(dir, data::Split::Test);
+    return data::sha256Of(data::manifestBytes(data::cutIntoShards("fashion-mnist", train, test).manifest));
 }
 
 } // namespace rookery::coord

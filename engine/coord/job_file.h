@@ -16,7 +16,7 @@ struct Job
 {
     std::string name;          ///< the job's own name (shown to volunteers)
     RunConfig run;             ///< runId left empty: the coordinator names the run
-    std::string datasetSha256; ///< datasetContentHash() of the dataset; empty: not checked
+    std::string datasetSha256; ///< the dataset's content hash (its manifest's); empty: not checked
 };
 
 /// Reads `text` (the contents of `source`, named in messages) as a job and validates all
@@ -29,14 +29,10 @@ Job parseJob(std::string_view text, const std::string &source);
 /// parseJob() of the file at `path`; throws rookery::Error when it cannot be read.
 Job readJobFile(const std::filesystem::path &path);
 
-/// The content hash of a Fashion-MNIST-style IDX dataset in `dir`: the SHA-256 of the
-/// lines "<sha256 of the file>  <file name>\n" of its four files (train and t10k images
-/// and labels, .gz), in that order, as `sha256sum` prints them. Throws rookery::Error
-/// naming a file that is missing or unreadable.
+/// The content hash of the Fashion-MNIST copy in `dir` (its four IDX files): the hash of
+/// the manifest a coordinator serves it by (data::DatasetManifest), so it does not
+/// depend on how the files are compressed. Throws rookery::Error naming a file that is
+/// missing or damaged.
 std::string datasetContentHash(const std::filesystem::path &dir);
-
-/// Throws rookery::Error when the dataset in `dir` does not match `job`'s hash (naming
-/// both hashes); does nothing when the job names none.
-void checkJobDataset(const Job &job, const std::filesystem::path &dir);
 
 } // namespace rookery::coord

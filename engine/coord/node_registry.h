@@ -134,6 +134,9 @@ struct RegistryHooks
     /// saying why not (the relay is full, a node is at its cap). Empty: no relay here.
     /// Not called under the registry's lock.
     std::function<RelayTickets(const std::string &dialer, const std::string &acceptor)> relay;
+    /// A piece of a dataset file for a registered node (DatasetServer::serve). Empty: this
+    /// coordinator serves no dataset. Not called under the registry's lock.
+    std::function<net::DataPiece(const net::DataRequest &)> data;
 };
 
 /// The coordinator's membership: registers nodes (checking replays, issuing their

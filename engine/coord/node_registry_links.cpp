@@ -47,6 +47,18 @@ void NodeRegistry::message(const std::shared_ptr<net::Link> &link, net::Message 
         }
     } else if (auto *rr = std::get_if<net::RelayRequest>(&message)) {
         onRelayRequest(link, *rr, out);
+    } else if (auto *dr = std::get_if<net::DataRequest>(&message)) {
+        std::unique_lock lock(m_mutex);
+        if (!m_linkNode.count(link.get())) {
+            refuse(link, net::CoordinatorErrorCode::NotRegistered, "data is for registered nodes: send Register first",
+                   out);
+        } else {
+            lock.unlock();
+            net::DataPiece piece{dr->sha256, dr->offset, 0, {}, "this coordinator serves no dataset"};
+            if (m_hooks.data)
+                piece = m_hooks.data(*dr);
+            out.send(link, net::Message(std::move(piece)));
+        }
     } else {
         std::lock_guard lock(m_mutex);
         refuse(link, net::CoordinatorErrorCode::BadRequest,

@@ -96,7 +96,8 @@ net::RunInfo toWire(const RunConfig &r)
             r.runId,
             r.outerLearningRate,
             r.outerMomentum,
-            r.overlapAveraging};
+            r.overlapAveraging,
+            r.datasetSha256};
 }
 
 RunConfig fromWire(const net::RunInfo &w)
@@ -123,6 +124,7 @@ RunConfig fromWire(const net::RunInfo &w)
     r.seed = w.seed;
     r.totalSteps = int64_t(std::min<uint64_t>(w.totalSteps, uint64_t(std::numeric_limits<int64_t>::max())));
     r.dataset = w.dataset;
+    r.datasetSha256 = w.datasetSha256;
     validate(r);
     return r;
 }

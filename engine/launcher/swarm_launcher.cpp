@@ -242,6 +242,8 @@ void SwarmLauncher::start(std::chrono::seconds timeout)
                            "--registrations-per-minute", "0"};
     if (s.clusterSize > 0)
         d->coordinator.args.insert(d->coordinator.args.end(), {"--cluster-size", std::to_string(s.clusterSize)});
+    if (!s.datasetDir.empty()) // the copy it serves to nodes without one
+        d->coordinator.args.insert(d->coordinator.args.end(), {"--dataset-dir", s.datasetDir.string()});
     // Every node is known: plan when all have registered, however slowly they start.
     d->coordinator.args.insert(d->coordinator.args.end(),
                                {"--expect-nodes", std::to_string(s.nodes), "--first-plan-delay-ms", "60000"});

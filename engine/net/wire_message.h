@@ -200,6 +200,7 @@ struct RunInfo
     double outerLearningRate = 0; ///< 0: not sent (plain averaging)
     double outerMomentum = 0;
     bool overlapAveraging = false;
+    std::string datasetSha256; ///< the manifest hash of the dataset the coordinator serves; empty: none
     bool operator==(const RunInfo &) const = default;
 };
 
@@ -320,6 +321,29 @@ struct BanList
     bool operator==(const BanList &) const = default;
 };
 
+/// A node asks its coordinator for part of a dataset file (manifest or shard) by hash.
+struct DataRequest
+{
+    std::string sha256;
+    uint64_t offset = 0;
+    uint32_t length = 0; ///< at most kMaxDataPieceBytes
+    bool operator==(const DataRequest &) const = default;
+};
+
+/// The largest piece of a dataset file one DataPiece carries.
+inline constexpr uint32_t kMaxDataPieceBytes = 1u << 20;
+
+/// The coordinator's answer to a DataRequest: bytes [offset, offset + data.bytes) of a
+/// file of `total` bytes, or, with no data, the `reason` it refused.
+struct DataPiece
+{
+    std::string sha256;
+    uint64_t offset = 0;
+    uint64_t total = 0;
+    TensorBuffer data; ///< UInt8, 1-D
+    std::string reason;
+};
+
 enum class CoordinatorErrorCode : uint8_t {
     Unspecified = 0,
     BadRequest = 1,
@@ -342,9 +366,10 @@ struct CoordinatorError
 };
 
 /// Every message a link carries.
-using Message = std::variant<Hello, HelloAck, Ping, Pong, Goodbye, Activations, Gradients, RingChunk, WeightsRequest,
-                             WeightsReply, StageError, Register, RegisterReply, Heartbeat, HeartbeatAck,
-                             AssignmentUpdate, Leave, CoordinatorError, RelayRequest, RelayGrant, RelayExpect, BanList>;
+using Message =
+    std::variant<Hello, HelloAck, Ping, Pong, Goodbye, Activations, Gradients, RingChunk, WeightsRequest, WeightsReply,
+                 StageError, Register, RegisterReply, Heartbeat, HeartbeatAck, AssignmentUpdate, Leave,
+                 CoordinatorError, RelayRequest, RelayGrant, RelayExpect, BanList, DataRequest, DataPiece>;
 
 /// "Activations", "Hello", ...
 std::string_view messageName(const Message &message);

@@ -51,9 +51,9 @@ AssignmentInfo fromWire(const wire::Assignment &w)
 
 RunInfo fromWire(const wire::RunConfig &w)
 {
-    return {w.model_json(),     w.optimizer_json(),   w.microbatch(), w.accumulation(), w.averaging_interval(),
-            w.seed(),           w.total_steps(),      w.dataset(),    w.run_id(),       w.outer_learning_rate(),
-            w.outer_momentum(), w.overlap_averaging()};
+    return {w.model_json(),     w.optimizer_json(),    w.microbatch(),    w.accumulation(), w.averaging_interval(),
+            w.seed(),           w.total_steps(),       w.dataset(),       w.run_id(),       w.outer_learning_rate(),
+            w.outer_momentum(), w.overlap_averaging(), w.dataset_sha256()};
 }
 
 NodeMetrics fromWire(const wire::NodeMetrics &w)
@@ -119,6 +119,10 @@ std::vector<InTensor> tensorDescriptors(const wire::Envelope &env, std::string &
         for (const auto &n : env.weights_reply().tensors())
             if (!required(n.has_tensor(), n.tensor(), "weight"))
                 break;
+        break;
+    case E::kDataPiece:
+        if (env.data_piece().has_data())
+            out.push_back({&env.data_piece().data(), "data"});
         break;
     default:
         break;
@@ -233,6 +237,27 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     case E::kBanList: {
         const auto &ids = env.ban_list().node_ids();
         return BanList{std::vector<std::string>(ids.begin(), ids.end())};
+    }
+    case E::kDataRequest: {
+        const auto &r = env.data_request();
+        if (r.length() > kMaxDataPieceBytes) {
+            reason = "a data request asks for " + std::to_string(r.length()) + " bytes, over the limit of " +
+                     std::to_string(kMaxDataPieceBytes);
+            return std::nullopt;
+        }
+        return DataRequest{r.sha256(), r.offset(), r.length()};
+    }
+    case E::kDataPiece: {
+        const auto &p = env.data_piece();
+        DataPiece piece{p.sha256(), p.offset(), p.total(), {}, p.reason()};
+        if (!t.empty()) {
+            if (t[0].dtype != DType::UInt8 || t[0].shape.size() != 1 || t[0].bytes > kMaxDataPieceBytes) {
+                reason = "a data piece is uint8, 1-D and at most " + std::to_string(kMaxDataPieceBytes) + " bytes";
+                return std::nullopt;
+            }
+            piece.data = std::move(t[0]);
+        }
+        return piece;
     }
     case E::kCoordinatorError: {
         const auto &c = env.coordinator_error();

@@ -73,6 +73,7 @@ void toWire(const RunInfo &r, wire::RunConfig *w)
     w->set_outer_learning_rate(r.outerLearningRate);
     w->set_outer_momentum(r.outerMomentum);
     w->set_overlap_averaging(r.overlapAveraging);
+    w->set_dataset_sha256(r.datasetSha256);
 }
 
 struct ToEnvelope
@@ -246,6 +247,23 @@ struct ToEnvelope
         auto *b = env.mutable_ban_list();
         for (const auto &id : m.nodeIds)
             b->add_node_ids(id);
+    }
+    void operator()(const DataRequest &m)
+    {
+        auto *r = env.mutable_data_request();
+        r->set_sha256(m.sha256);
+        r->set_offset(m.offset);
+        r->set_length(m.length);
+    }
+    void operator()(const DataPiece &m)
+    {
+        auto *p = env.mutable_data_piece();
+        p->set_sha256(m.sha256);
+        p->set_offset(m.offset);
+        p->set_total(m.total);
+        p->set_reason(m.reason);
+        if (!m.data.empty())
+            tensor(m.data, p->mutable_data(), false, "data");
     }
     void operator()(const CoordinatorError &m)
     {

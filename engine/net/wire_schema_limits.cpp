@@ -104,8 +104,11 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
     }
     case E::kRegistrationReply: {
         const auto &r = env.registration_reply();
-        if (auto e = checkStrings(
-                {{"node id", &r.node_id()}, {"dataset", &r.run().dataset()}, {"run id", &r.run().run_id()}}, limits);
+        if (auto e = checkStrings({{"node id", &r.node_id()},
+                                   {"dataset", &r.run().dataset()},
+                                   {"dataset hash", &r.run().dataset_sha256()},
+                                   {"run id", &r.run().run_id()}},
+                                  limits);
             !e.empty())
             return e;
         return checkAssignment(r.assignment(), limits);
@@ -134,6 +137,11 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
         return checkStrings({{"reason", &env.coordinator_error().reason()}}, limits);
     case E::kBanList:
         return checkList("banned node ids", env.ban_list().node_ids(), limits);
+    case E::kDataRequest:
+        return checkStrings({{"data file hash", &env.data_request().sha256()}}, limits);
+    case E::kDataPiece:
+        return checkStrings({{"data file hash", &env.data_piece().sha256()}, {"reason", &env.data_piece().reason()}},
+                            limits);
     case E::kHeartbeat: {
         const auto &complaints = env.heartbeat().metrics().complaints();
         if (auto r = checkCount("complaints", complaints.size(), limits); !r.empty())

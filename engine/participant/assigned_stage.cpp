@@ -219,7 +219,7 @@ void AssignedStage::Impl::buildRuntime()
     sc.maxWindow = config.maxWindow;
     sc.seed = config.run.seed;
     sc.threads = config.threads;
-    sc.shard = as.shard;
+    sc.shard = config.dataShard.value_or(as.shard);
     sc.onUpdate = [this](int64_t version) { onUpdate(version); };
     runtime =
         std::make_unique<train::StageRuntime>(sc, *transport, *config.gate, as.stage == 0 ? config.train : nullptr);
@@ -636,8 +636,10 @@ void AssignedStage::Impl::settle(const train::StageRunResult &result)
 AssignedStage::AssignedStage(PeerMesh &mesh, AssignedStageConfig config, Callbacks callbacks)
     : d(std::make_unique<Impl>(mesh, std::move(config), std::move(callbacks)))
 {
-    if (!d->config.gate || !d->config.checkpoints || !d->config.train || !d->config.test)
-        throw Error("assigned stage: missing gate, checkpoint store or data");
+    if (!d->config.gate || !d->config.checkpoints)
+        throw Error("assigned stage: missing gate or checkpoint store");
+    if (d->a().stage == 0 && (!d->config.train || !d->config.test))
+        throw Error("assigned stage: a root stage needs its training and test data");
     d->buildLinks();
     d->buildRuntime();
 }

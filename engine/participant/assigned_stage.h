@@ -33,8 +33,12 @@ struct AssignedStageConfig
 {
     coord::RunConfig run;
     coord::Assignment assignment;
+    /// A root's data (null for the other stages, which need none).
     std::shared_ptr<const data::ImageDataset> train;
     std::shared_ptr<const data::ImageDataset> test;
+    /// The slice of `train` the root reads; none: the assignment's data shard (a local
+    /// copy holds the whole dataset, fetched data only this cluster's shards).
+    std::optional<data::Shard> dataShard;
     device::WorkGate *gate = nullptr;
     device::ThreadConfig threads{1, 1};
     store::CheckpointStore *checkpoints = nullptr;

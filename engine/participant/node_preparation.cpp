@@ -108,10 +108,22 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
     auto address = net::CoordinatorAddress::parse(s.coordinator);
     ensurePrivateDirectory(s.dataDir);
     auto identity = net::Identity::loadOrCreate(s.dataDir);
-    auto train = std::make_shared<data::ImageDataset>(data::loadFashionMnist(s.datasetDir, data::Split::Train));
-    auto test = std::make_shared<data::ImageDataset>(data::loadFashionMnist(s.datasetDir, data::Split::Test));
-    if (s.evaluateSamples > 0 && s.evaluateSamples < test->count) // a large model's quick test
-        test = std::make_shared<data::ImageDataset>(data::headOf(*test, s.evaluateSamples));
+    // A copy of Fashion-MNIST of its own, when it has one; else a root stage fetches the
+    // run's dataset from the coordinator (DatasetFetcher).
+    std::shared_ptr<const data::ImageDataset> train, test;
+    if (std::filesystem::exists(s.datasetDir / "train-images-idx3-ubyte.gz")) {
+        try {
+            train = std::make_shared<data::ImageDataset>(data::loadFashionMnist(s.datasetDir, data::Split::Train));
+            test = std::make_shared<data::ImageDataset>(data::loadFashionMnist(s.datasetDir, data::Split::Test));
+        } catch (const Error &e) {
+            train = test = nullptr;
+            log::warning("node", std::string("not using the dataset copy: ") + e.what() +
+                                     "; a root stage fetches the swarm's copy from the coordinator instead");
+        }
+    } else {
+        log::info("node",
+                  "no dataset at " + s.datasetDir.string() + ": a root stage fetches its shards from the coordinator");
+    }
     auto checkpoints = std::make_unique<store::CheckpointStore>(s.dataDir / "rookery.db");
     const auto profile = device::loadCapabilityProfile(s.dataDir, false);
     // Offered: the memory cap less what this process holds already (program, libraries,

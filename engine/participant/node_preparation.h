@@ -21,6 +21,7 @@ struct PreparedNode
 {
     net::CoordinatorAddress address;
     net::Identity identity; ///< this node's key, made on the first run
+    /// This machine's own copy of Fashion-MNIST (whole); null without one.
     std::shared_ptr<const data::ImageDataset> train;
     std::shared_ptr<const data::ImageDataset> test;
     std::unique_ptr<store::CheckpointStore> checkpoints;
@@ -38,7 +39,8 @@ struct PreparedNode
 std::string advertisedAddress(const std::string &bindAddress, const std::string &publicAddress, uint16_t port);
 
 /// Checks the coordinator address, makes the data directory private, loads or makes
-/// the identity key, loads Fashion-MNIST (train and test), opens the checkpoint
+/// the identity key, loads Fashion-MNIST (train and test) when `settings.datasetDir` has
+/// a copy (a damaged one is skipped, with a warning), opens the checkpoint
 /// database, loads the capability profile (cached) and picks the peer port: `--port`,
 /// else the port of the last run when it is still free (kept in the data directory),
 /// else any free one. Fills in a nickname (net::nicknameFor) when `settings.name` is empty. Throws

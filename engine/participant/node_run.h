@@ -17,6 +17,7 @@
 #include "engine/coord/coordinator_client.h"
 #include "engine/device/suspend_detector.h"
 #include "engine/net/net_context.h"
+#include "engine/participant/dataset_fetcher.h"
 #include "engine/participant/node_preparation.h"
 #include "engine/participant/peer_complaints.h"
 #include "engine/participant/peer_mesh.h"
@@ -108,6 +109,10 @@ private:
     std::string gaveUpJoining();             // why, once joining cannot succeed; else "".
     bool follow(const coord::Assignment &a); // false: the coordinator stopped this node
     void startStage(const coord::Assignment &a);
+    /// What a root stage of `a` trains and tests on: this machine's own copy when it is
+    /// the run's dataset (same content hash), else fetched from the coordinator. Throws
+    /// rookery::Error when neither can be had.
+    StageData rootData(const coord::Assignment &a);
     bool tend(AssignedStage &stage); // false: time to leave
     /// Heartbeats carry this from now on, with whether the governor holds the work, why,
     /// and how long the computer has slept.
@@ -122,6 +127,9 @@ private:
     // Before the client: its events reach the relay.
     std::unique_ptr<relay::RelayServer> m_relay; ///< for other volunteers, when this node offers one
     std::unique_ptr<RouterPort> m_relayRouterPort;
+    std::unique_ptr<data::ShardStore> m_dataCache; ///< <data dir>/data-cache: the dataset shards fetched
+    std::unique_ptr<DatasetFetcher> m_fetcher;     ///< before the client: its events reach it
+    std::optional<std::string> m_localDatasetSha;  ///< the content hash of this machine's own copy, once known
     std::unique_ptr<coord::CoordinatorClient> m_client;
     std::unique_ptr<PeerMesh> m_mesh;
     std::string m_meshCertificate;            // the certificate the mesh presents (a renewal replaces it)

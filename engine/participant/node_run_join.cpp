@@ -55,6 +55,7 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
             d.relayGrants.push_back(g);
         d.wake.notify_all();
     };
+    ce.dataPiece = [fetcher = m_fetcher.get()](const net::DataPiece &p) { fetcher->onPiece(p); };
     ce.banned = [&d](const net::BanList &b) {
         std::lock_guard lock(d.mutex);
         d.banned = b.nodeIds;
@@ -99,6 +100,14 @@ void NodeRun::join()
     cc.profileJson = m_prepared.profileJson;
     if (s.relayPort)
         cc.relayPort = startRelay();
+    // Before the client, whose events it takes: the cache of dataset shards fetched.
+    m_dataCache = std::make_unique<data::ShardStore>(s.dataDir / "data-cache", s.dataCacheBytes);
+    DatasetFetcher::Config fc;
+    fc.cache = m_dataCache.get();
+    fc.send = [this](const net::DataRequest &r) { return m_client && m_client->requestData(r); };
+    fc.say = [this](const std::string &text) { m_node.say(text); };
+    fc.stop = m_stop;
+    m_fetcher = std::make_unique<DatasetFetcher>(fc);
     m_client = std::make_unique<coord::CoordinatorClient>(m_net, cc, m_prepared.identity, coordinatorEvents());
     m_client->start();
     m_node.say("joining the swarm at " + address.host + ":" + std::to_string(address.port) + " as node " +

@@ -132,8 +132,6 @@ void NodeRun::startStage(const coord::Assignment &a)
     AssignedStageConfig sc;
     sc.run = m_run;
     sc.assignment = a;
-    sc.train = m_prepared.train;
-    sc.test = m_prepared.test;
     sc.gate = &governor;
     sc.threads = governor.threadConfig();
     sc.checkpoints = m_prepared.checkpoints.get();
@@ -144,6 +142,12 @@ void NodeRun::startStage(const coord::Assignment &a)
     sc.complaints = m_complaints;
     SwarmNode::Impl &d = m_node;
     try {
+        if (a.stage == 0) {
+            auto data = rootData(a); // may download for a while: the stage slot is empty meanwhile
+            sc.train = std::move(data.train);
+            sc.test = std::move(data.test);
+            sc.dataShard = data.within;
+        }
         auto stage = std::make_shared<AssignedStage>(
             *m_mesh, sc, AssignedStage::Callbacks{[&d](const std::string &m) { d.say(m); }, d.callbacks.progress});
         // In the slot first: the weights it fetches from a peer arrive as messages.
@@ -152,6 +156,31 @@ void NodeRun::startStage(const coord::Assignment &a)
     } catch (const Error &e) {
         m_node.say(std::string("cannot start the assigned stage: ") + e.what());
     }
+}
+
+StageData NodeRun::rootData(const coord::Assignment &a)
+{
+    const auto &s = m_node.settings;
+    const bool ownCopy = m_prepared.train && m_run.dataset == "fashion-mnist";
+    if (ownCopy && !m_run.datasetSha256.empty() && !m_localDatasetSha)
+        m_localDatasetSha = data::sha256Of(
+            data::manifestBytes(data::cutIntoShards("fashion-mnist", *m_prepared.train, *m_prepared.test).manifest));
+    if (ownCopy && (m_run.datasetSha256.empty() || *m_localDatasetSha == m_run.datasetSha256)) {
+        StageData d{m_prepared.train, m_prepared.test, a.shard};
+        if (s.evaluateSamples > 0 && s.evaluateSamples < d.test->count) // a large model's quick test
+            d.test = std::make_shared<data::ImageDataset>(data::headOf(*d.test, s.evaluateSamples));
+        return d;
+    }
+    if (m_run.datasetSha256.empty())
+        throw Error("a root stage needs the dataset " + m_run.dataset +
+                    ", which the coordinator does not serve, "
+                    "and there is no copy at " +
+                    s.datasetDir.string() + " (on Debian: apt install dataset-fashion-mnist, or give --dataset-dir)");
+    if (ownCopy)
+        m_node.say("the copy of fashion-mnist at " + s.datasetDir.string() + " has content hash " +
+                   m_localDatasetSha->substr(0, 16) + "..., not the run's " + m_run.datasetSha256.substr(0, 16) +
+                   "...: fetching the run's from the coordinator");
+    return m_fetcher->rootData(m_run.datasetSha256, a.shard, s.evaluateSamples);
 }
 
 bool NodeRun::tend(AssignedStage &stage)

@@ -23,10 +23,13 @@ namespace rookery::participant {
 /// Settings of a node that joins a swarm.
 struct SwarmNodeSettings
 {
-    std::string coordinator;       ///< wss://host:port/#sha256=...
-    std::string name;              ///< for people; default: the host name
-    std::filesystem::path dataDir; ///< identity, profile cache, checkpoints
-    std::filesystem::path datasetDir;
+    std::string coordinator;          ///< wss://host:port/#sha256=...
+    std::string name;                 ///< for people; default: the host name
+    std::filesystem::path dataDir;    ///< identity, profile cache, checkpoints
+    std::filesystem::path datasetDir; ///< this machine's copy of Fashion-MNIST, if any
+    /// The most the dataset shards fetched from the coordinator may take on disk, in
+    /// <dataDir>/data-cache; the least recently used go first (what a stage uses stays).
+    uint64_t dataCacheBytes = uint64_t(2) << 30;
     std::string bindAddress;   ///< where to listen for peers; "": every interface, IPv4 and IPv6
     uint16_t port = 0;         ///< 0: any free port (the last run's, when still free)
     std::string publicAddress; ///< "host" or "host:port" peers reach this node at; "": the

@@ -11,6 +11,7 @@
 
 #include "engine/common/error.h"
 #include "engine/coord/coordinator.h"
+#include "engine/coord/dataset_library.h"
 #include "engine/coord/job_file.h"
 #include "engine/model/model_zoo.h"
 #include "engine/model/partitioner.h"
@@ -43,10 +44,30 @@ QStringList problemsOf(const std::string &text)
     }
 }
 
-void writeFile(const std::filesystem::path &path, const std::string &bytes)
+// Fashion-MNIST's four files, small (30 training and 10 test images of 28x28, plain
+// IDX): `variant` changes one label.
+void writeFashionLike(const std::filesystem::path &dir, int variant)
 {
-    std::ofstream out(path, std::ios::binary);
-    out << bytes;
+    std::filesystem::create_directories(dir);
+    const auto idx = [](int dims, uint32_t count) {
+        std::string out{0, 0, 8, char(dims)};
+        const uint32_t sizes[] = {count, 28, 28};
+        for (int d = 0; d < dims; ++d)
+            for (int shift = 24; shift >= 0; shift -= 8)
+                out += char(sizes[d] >> shift & 0xff);
+        return out;
+    };
+    for (auto [prefix, count] : {std::pair{"train", 30u}, std::pair{"t10k", 10u}}) {
+        std::string images = idx(3, count), labels = idx(1, count);
+        for (uint32_t i = 0; i < count * 784; ++i)
+            images += char(i * 13 % 251);
+        for (uint32_t i = 0; i < count; ++i)
+            labels += char(i % 10);
+        if (variant == 1 && std::string(prefix) == "t10k")
+            labels.back() = 3;
+        std::ofstream(dir / (std::string(prefix) + "-images-idx3-ubyte.gz"), std::ios::binary) << images;
+        std::ofstream(dir / (std::string(prefix) + "-labels-idx1-ubyte.gz"), std::ios::binary) << labels;
+    }
 }
 
 } // namespace
@@ -124,7 +145,9 @@ private Q_SLOTS:
         row("outer lr", "/averaging/outer_lr", "3", "averaging.outer_lr: must be from 0.001 to 2, not 3");
         row("outer momentum", "/averaging/outer_momentum", "1", "averaging.outer_momentum: must be from 0 to 0.99");
         row("overlap not bool", "/averaging/overlap", "1", "averaging.overlap: must be true or false, not 1");
-        row("dataset unknown", "/dataset/name", "\"cifar-10\"", "dataset.name: unknown dataset 'cifar-10'");
+        row("dataset without hash", "/dataset", "{\"name\": \"cifar-10\"}",
+            "dataset.sha256: required for a dataset other than fashion-mnist");
+        row("dataset name", "/dataset/name", "\"My Data\"", "dataset.name: 'My Data' is not made of");
         row("dataset hash short", "/dataset/sha256", "\"abc\"", "dataset.sha256: must be 64 lowercase hex digits");
     }
 
@@ -322,37 +345,64 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, coord::readJobFile("/nonexistent/job.json"));
     }
 
+    // The coordinator settles what it serves before it starts: the job's hash must be
+    // what the store holds, or what its copy of Fashion-MNIST hashes to; a changed byte
+    // changes the hash, and a mismatch names both hashes.
     void theDatasetHashCatchesAChangedByte()
     {
         QTemporaryDir dir;
-        const std::filesystem::path d = dir.path().toStdString();
-        for (const char *name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                                 "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
-            writeFile(d / name, std::string("contents of ") + name);
-        const std::string hash = coord::datasetContentHash(d);
+        const std::filesystem::path copy = dir.filePath(QStringLiteral("copy")).toStdString();
+        const std::filesystem::path dataDir = dir.filePath(QStringLiteral("coordinator")).toStdString();
+        writeFashionLike(copy, 0);
+        const std::string hash = coord::datasetContentHash(copy);
         QCOMPARE(hash.size(), size_t(64));
-        QCOMPARE(coord::datasetContentHash(d), hash); // the same files, the same hash
-        coord::Job job;
-        job.datasetSha256 = hash;
-        coord::checkJobDataset(job, d); // matches: nothing thrown
-        writeFile(d / "t10k-labels-idx1-ubyte.gz", "contents of t10k-labels-idx1-ubyte.gZ");
-        QVERIFY(coord::datasetContentHash(d) != hash);
+        QCOMPARE(coord::datasetContentHash(copy), hash); // the same data, the same hash
+
+        coord::RunConfig run;
+        coord::settleServedDataset(run, hash, dataDir, copy); // matches: served
+        QCOMPARE(run.datasetSha256, hash);
+        QVERIFY(std::filesystem::exists(coord::datasetStoreOf(dataDir) / hash));
+        const std::string stored = hash;
+
+        writeFashionLike(copy, 1); // one label changed
+        QVERIFY(coord::datasetContentHash(copy) != hash);
+        coord::RunConfig changed;
+        const std::string other = std::string(64, 'b');
         try {
-            coord::checkJobDataset(job, d);
+            coord::settleServedDataset(changed, other, dataDir, copy);
             QFAIL("a changed dataset was accepted");
         } catch (const Error &e) {
             const std::string what = e.what();
-            QVERIFY2(what.find(hash) != std::string::npos &&
-                         what.find(coord::datasetContentHash(d)) != std::string::npos,
+            QVERIFY2(what.find(other) != std::string::npos &&
+                         what.find(coord::datasetContentHash(copy)) != std::string::npos,
                      e.what());
         }
-        std::filesystem::remove(d / "train-labels-idx1-ubyte.gz");
+        // What the store holds is served without a copy; what it does not, is refused.
+        const std::filesystem::path none = dir.filePath(QStringLiteral("none")).toStdString();
+        coord::RunConfig fromStore;
+        coord::settleServedDataset(fromStore, stored, dataDir, none);
+        QCOMPARE(fromStore.datasetSha256, stored);
         try {
-            (void)coord::datasetContentHash(d);
-            QFAIL("a missing file was not noticed");
+            coord::RunConfig missing;
+            coord::settleServedDataset(missing, other, dataDir, none);
+            QFAIL("a dataset the store lacks was accepted");
         } catch (const Error &e) {
-            QVERIFY2(std::string(e.what()).find("train-labels-idx1-ubyte.gz") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("dataset add") != std::string::npos, e.what());
         }
+        // Without a copy and without a hash, Fashion-MNIST is not served; any other
+        // dataset must be in the store by its name.
+        coord::RunConfig plain;
+        coord::settleServedDataset(plain, "", dataDir, none);
+        QVERIFY(plain.datasetSha256.empty());
+        coord::RunConfig digits;
+        digits.dataset = "digits";
+        QVERIFY_EXCEPTION_THROWN(coord::settleServedDataset(digits, "", dataDir, none), Error);
+        const auto images = data::loadFashionMnist(copy, data::Split::Train);
+        const auto added = coord::addDataset(dataDir, "digits", images, images, 7);
+        coord::settleServedDataset(digits, "", dataDir, none);
+        QCOMPARE(digits.datasetSha256, added.sha256);
+        QCOMPARE(added.manifest.train.size(), size_t(5)); // 30 samples, 7 a shard
+
         // The reference jobs name the Debian package's copy.
         if (std::filesystem::exists(test::fashionMnistDir()))
             QCOMPARE(coord::datasetContentHash(test::fashionMnistDir()),
@@ -367,6 +417,9 @@ private Q_SLOTS:
         QTemporaryDir dir;
         auto s = test::testSettings(dir.path().toStdString());
         s.run = job.run;
+        // As rookery-coordinator does: the job's dataset must be served by its hash.
+        coord::settleServedDataset(s.run, job.datasetSha256, s.dataDir, test::fashionMnistDir());
+        QCOMPARE(s.run.datasetSha256, job.datasetSha256);
         coord::Coordinator c(s);
         net::NetContext ctx(1);
         test::TestNode node;

@@ -71,7 +71,8 @@ inline std::vector<net::Message> sampleMessages()
     a.shardCount = 3;
     a.weightsFrom = {"bb22", "10.0.0.2:7401"};
     const RunInfo run{
-        "{\"name\":\"mlp\"}", "{\"kind\":\"sgd\"}", 64, 2, 10, 7, 1000, "fashion-mnist", "run-1", 0.7, 0.9, true};
+        "{\"name\":\"mlp\"}", "{\"kind\":\"sgd\"}", 64, 2, 10, 7, 1000, "fashion-mnist", "run-1", 0.7, 0.9, true,
+        std::string(64, 'a')};
     m.push_back(Register{"laptop", "0.0.0.0:7401", "{\"cpu_model\":\"x\"}", std::string(16, '\x5a'), 1714000000123, "t",
                          12.5e6, "-----BEGIN PUBLIC KEY-----", 7402, "0123456789abcdef0123456789abcdef"});
     m.push_back(RegisterReply{"dd44", "-----BEGIN CERTIFICATE-----", "-----BEGIN CERTIFICATE-----", run, a, 1000});
@@ -87,6 +88,10 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(RelayGrant{"aa11", "", "", false, "the relay is full"});
     m.push_back(RelayExpect{"aa11", "bb22", std::string(16, '\x3c'), std::string(16, '\x3d')});
     m.push_back(BanList{{"aa11", "bb22"}});
+    m.push_back(DataRequest{std::string(64, 'e'), 1 << 20, 1 << 20});
+    m.push_back(DataPiece{std::string(64, 'e'), 1 << 20, 3 << 20,
+                          tensorBufferFromBytes(DType::UInt8, {5}, {1, 2, 3, 4, 5}), ""});
+    m.push_back(DataPiece{std::string(64, 'f'), 0, 0, {}, "this coordinator serves no such file"});
     return m;
 }
 
@@ -119,6 +124,11 @@ inline bool sameMessage(const net::Message &a, const net::Message &b)
             if (x->tensors[i].name != y.tensors[i].name || !sameTensor(x->tensors[i].tensor, y.tensors[i].tensor))
                 return false;
         return true;
+    }
+    if (auto *x = std::get_if<DataPiece>(&a)) {
+        auto &y = std::get<DataPiece>(b);
+        return x->sha256 == y.sha256 && x->offset == y.offset && x->total == y.total && x->reason == y.reason &&
+               x->data.empty() == y.data.empty() && (x->data.empty() || sameTensor(x->data, y.data));
     }
     return std::visit(
         [&](const auto &x) -> bool {
