@@ -254,7 +254,7 @@ bool parseCoordinatorOptions(int argc, char **argv, CoordinatorOptions &o)
     if (!job || modelOption->count() > 0)
         run.model = model::modelByName(choices.model);
     if (job) {
-        o.jobName = job->name;
+        o.jobName = s.jobName = job->name;
         o.jobNotes.push_back("job '" + job->name + "' from " + jobPath + ": model " + run.model.name + ", " +
                              std::to_string(run.model.layers.size()) + " layers, " +
                              std::to_string(model::parameterCount(run.model)) + " parameters");

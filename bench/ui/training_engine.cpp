@@ -70,8 +70,14 @@ void TrainingEngine::start(ResultCallback done)
             return;
         }
         m_snapshot.running = true;
-        m_snapshot.assignment = {"local", "this computer", 1, 3, 1, 3, "middle", {"Linear(512->512)", "ReLU"},
-                                 "mlp",   "direct",        ""};
+        auto &a = m_snapshot.assignment;
+        a.mode = "local";
+        a.swarm = "this computer";
+        a.cluster = 1, a.clusterCount = 3, a.stage = 1, a.stageCount = 3;
+        a.role = "middle";
+        a.layers = {"Linear(512->512)", "ReLU"};
+        a.model = "mlp";
+        a.reachability = "direct";
         m_snapshot.governor.state = "running";
         addSwarm(m_snapshot);
         ++m_snapshot.sequence;

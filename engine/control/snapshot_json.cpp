@@ -19,7 +19,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DeviceView, measured, cpuModel, 
                                                 ramTotalBytes, ramAvailableBytes, gflopsOneThread, gflopsAllThreads,
                                                 memoryBandwidthGBs, diskFreeBytes, gpus, measuredAtMs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AssignmentView, mode, swarm, cluster, clusterCount, stage, stageCount,
-                                                role, layers, model, reachability, reachabilityNote)
+                                                role, layers, model, job, modelLayers, modelParameters, stageParameters,
+                                                stageMemoryBytes, reachability, reachabilityNote)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GovernorView, state, reason, pausedByUser, snoozedUntilMs, cpuPercent,
                                                 cores)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainingView, step, totalSteps, loss, samplesPerSecond, testAccuracy,

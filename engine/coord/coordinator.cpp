@@ -240,6 +240,7 @@ StatusInputs Coordinator::Impl::statusInputs()
     in.swarm = settings.swarmName;
     in.address = "wss://" + host + ":" + std::to_string(listener->port()) + "/#sha256=" + identity.fingerprint;
     in.run = run;
+    in.jobName = settings.jobName;
     {
         std::lock_guard s(summaryMutex);
         in.plan = summary;

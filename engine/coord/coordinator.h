@@ -40,6 +40,7 @@ struct CoordinatorSettings
     size_t relayPairsPerNode = 8;
     uint64_t relayBytesPerSecondPerPair = 0; ///< each direction; 0: no cap
     RunConfig run;                           ///< the operator's run (its id is chosen by the coordinator)
+    std::string jobName;                     ///< the job file's name, for the status (volunteers see it)
     Admission admission = Admission::InviteOnly;
     AddressLimitSettings addressLimits; ///< registrations and nodes per source address
     /// Connections at once from one IP address, registered or not (0: no cap).

@@ -39,7 +39,8 @@ StoredDataset addDataset(const fs::path &dataDir, const std::string &name, const
                          const data::ImageDataset &test, int64_t shardSamples)
 {
     const fs::path names = nameFile(dataDir, name);
-    ensurePrivateDirectory(dataDir);
+    if (!fs::exists(dataDir)) // a new coordinator's: private, as the coordinator makes it
+        ensurePrivateDirectory(dataDir);
     auto cut = data::cutIntoShards(name, train, test, shardSamples);
     data::ShardStore store(datasetStoreOf(dataDir));
     StoredDataset out;

@@ -14,11 +14,16 @@ namespace {
 
 using nlohmann::json;
 
-json runJson(const RunConfig &r)
+json runJson(const RunConfig &r, const std::string &job)
 {
+    json names = json::array();
+    for (const auto &l : r.model.layers)
+        names.push_back(l.describe());
     return {{"id", r.runId},
+            {"job", job},
             {"model", r.model.name},
             {"layers", r.model.layers.size()},
+            {"layer_names", std::move(names)},
             {"parameters", model::parameterCount(r.model)},
             {"optimizer", train::optimizerKindName(r.optimizer.kind)},
             {"learning_rate", r.optimizer.learningRate},
@@ -30,7 +35,8 @@ json runJson(const RunConfig &r)
             {"overlap_averaging", r.overlapAveraging},
             {"seed", r.seed},
             {"total_steps", r.totalSteps},
-            {"dataset", r.dataset}};
+            {"dataset", r.dataset},
+            {"dataset_sha256", r.datasetSha256}};
 }
 
 // A note for everyone to read: the node's own address, and anything else that looks
@@ -135,6 +141,13 @@ std::string statusJson(const StatusInputs &in, StatusView view)
         return it != byId.end() && it->second->presence == Presence::Online ? it->second->report.samplesPerSecond : 0.0;
     };
     json clusters = json::array(), links = json::array(), rings = json::array(), nodes = json::array();
+    const auto costs = model::layerCosts(in.run.model, in.run.microbatch);
+    const auto parametersOf = [&](size_t first, size_t last) {
+        int64_t n = 0;
+        for (size_t i = first; i < last && i < costs.size(); ++i)
+            n += costs[i].parameters;
+        return n;
+    };
     double slowestMeasured = std::numeric_limits<double>::infinity();
     int working = 0;
     for (const auto &c : in.plan.clusters) {
@@ -151,6 +164,7 @@ std::string statusJson(const StatusInputs &in, StatusView view)
                               {"last_layer", st.lastLayer},
                               {"predicted_seconds_per_microbatch", st.predictedSeconds},
                               {"memory_bytes", st.memoryBytes},
+                              {"parameters", parametersOf(st.firstLayer, st.lastLayer)},
                               {"measured_samples_per_second", m}});
             if (s + 1 < c.stages.size())
                 links.push_back(
@@ -192,7 +206,7 @@ std::string statusJson(const StatusInputs &in, StatusView view)
                 {"view", view == StatusView::Full ? "full" : "public"},
                 {"time_ms", in.timeMs},
                 {"uptime_ms", in.uptimeMs},
-                {"run", runJson(in.run)},
+                {"run", runJson(in.run, in.jobName)},
                 {"plan",
                  {{"planned", in.plan.hasPlan},
                   {"clusters", working},

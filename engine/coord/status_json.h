@@ -54,6 +54,7 @@ struct StatusInputs
 {
     std::string swarm;
     std::string address;
+    std::string jobName; ///< the job file's name; empty: the run came from flags
     RunConfig run;
     PlanSummary plan;
     std::vector<NodeStatus> nodes;

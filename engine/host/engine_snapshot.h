@@ -37,6 +37,11 @@ struct AssignmentView
     std::string role;                ///< "root", "middle", "leaf", "whole model"
     std::vector<std::string> layers; ///< "Linear(784->512)", ...
     std::string model;               ///< the model's name: "mlp", "cnn"
+    std::string job;                 ///< the job's name, when the coordinator runs a job file
+    int modelLayers = 0;             ///< the whole model's
+    int64_t modelParameters = 0;
+    int64_t stageParameters = 0;   ///< in this node's layers
+    uint64_t stageMemoryBytes = 0; ///< what the plan gives this node's stage (0: not known)
     /// Whether peers can dial this node, as the coordinator found: "" (not known),
     /// "checking", "direct", "unreachable"; and why, in words.
     std::string reachability;

@@ -59,6 +59,22 @@ SwarmStatusView parseSwarmStatus(std::string_view text, const std::string &selfI
         const json &run = doc.at("run");
         const std::string model = run.value("model", "");
         view.totalSteps = run.value("total_steps", int64_t(0));
+        // The layers by name: from the run itself (any model), else by the model's name.
+        std::vector<std::string> names;
+        if (const auto it = run.find("layer_names"); it != run.end() && it->is_array())
+            for (const json &n : *it)
+                names.push_back(n.is_string() ? n.get<std::string>() : std::string("?"));
+        const auto layersOfRun = [&](size_t first, size_t last) {
+            if (names.empty())
+                return layersOf(model, first, last);
+            std::vector<std::string> out;
+            for (size_t i = first; i < last && i < names.size(); ++i)
+                out.push_back(names[i]);
+            return out;
+        };
+        view.self.job = run.value("job", "");
+        view.self.modelLayers = run.value("layers", 0);
+        view.self.modelParameters = run.value("parameters", int64_t(0));
         // Cluster ids may have gaps once clusters dissolve; the views count 0..n-1.
         std::map<int, int> clusterIndex;
         std::map<int, int> stagesOf;
@@ -66,6 +82,11 @@ SwarmStatusView parseSwarmStatus(std::string_view text, const std::string &selfI
             const int id = c.at("id").get<int>();
             clusterIndex.emplace(id, int(clusterIndex.size()));
             stagesOf[id] = int(c.at("stages").size());
+            for (const json &st : c.at("stages"))
+                if (st.value("node_id", "") == selfId) { // this node's share, as planned
+                    view.self.stageParameters = st.value("parameters", int64_t(0));
+                    view.self.stageMemoryBytes = st.value("memory_bytes", uint64_t(0));
+                }
         }
         view.self.mode = "swarm";
         view.self.swarm = doc.value("coordinator", "");
@@ -92,7 +113,7 @@ SwarmStatusView parseSwarmStatus(std::string_view text, const std::string &selfI
                 a.stage = p.stage;
                 a.stageCount = stagesOf[cluster];
                 a.role = stageRole(p.stage, a.stageCount);
-                a.layers = layersOf(model, n.value("first_layer", size_t(0)), n.value("last_layer", size_t(0)));
+                a.layers = layersOfRun(n.value("first_layer", size_t(0)), n.value("last_layer", size_t(0)));
             }
             if (p.cluster >= 0 || p.self) // unplaced volunteers have no place in the graph
                 view.peers.push_back(std::move(p));

@@ -28,6 +28,8 @@ AssignmentView localAssignment(const WholeModelSettings &s)
     a.role = stageRole(0, 1);
     a.layers = layerNames(spec);
     a.model = spec.name; // as a swarm's status names it
+    a.modelLayers = int(spec.layers.size());
+    a.modelParameters = a.stageParameters = model::parameterCount(spec);
     return a;
 }
 

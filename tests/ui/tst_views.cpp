@@ -47,9 +47,20 @@ host::EngineSnapshot swarmSnapshot()
     s.device.ramTotalBytes = int64_t(32) << 30;
     s.device.ramAvailableBytes = int64_t(20) << 30;
     s.device.gpus = {"Radeon 780M, 8 GiB"};
-    s.assignment = {
-        "swarm",       "wss://swarm.example.org:7443",          0, 2, 1, 2, "leaf", {"Linear(512->10)"}, "mlp",
-        "unreachable", "peers cannot dial it at 192.0.2.5:4100"};
+    auto &a = s.assignment;
+    a.mode = "swarm";
+    a.swarm = "wss://swarm.example.org:7443";
+    a.cluster = 0, a.clusterCount = 2, a.stage = 1, a.stageCount = 2;
+    a.role = "leaf";
+    a.layers = {"Linear(512->10)"};
+    a.model = "mlp";
+    a.job = "fashion-mnist-mlp";
+    a.modelLayers = 6;
+    a.modelParameters = 669'706;
+    a.stageParameters = 5'130;
+    a.stageMemoryBytes = uint64_t(3) << 20;
+    a.reachability = "unreachable";
+    a.reachabilityNote = "peers cannot dial it at 192.0.2.5:4100";
     s.governor.state = "running";
     s.training = {1200, 3000, 0.42, 2345.6, 0.871, 95, 1.5};
     s.contribution = {64000, 1'234'567, 0.5, 12.25};
@@ -90,6 +101,10 @@ private Q_SLOTS:
         QCOMPARE(w->assignmentCard()->clusterLabel()->text(), QStringLiteral("1 of 2"));
         QCOMPARE(w->assignmentCard()->stageLabel()->text(), QStringLiteral("2 of 2"));
         QCOMPARE(w->assignmentCard()->layersLabel()->text(), QStringLiteral("Linear(512->10)"));
+        QCOMPARE(w->assignmentCard()->jobLabel()->text(), QStringLiteral("fashion-mnist-mlp"));
+        QCOMPARE(w->assignmentCard()->modelLabel()->text(), QStringLiteral("mlp, 6 layers, 670k parameters"));
+        QCOMPARE(w->assignmentCard()->shareLabel()->text(),
+                 QStringLiteral("1 layer, 5k parameters (1%), 3 MiB of memory planned"));
         QCOMPARE(w->assignmentCard()->reachLabel()->text(),
                  QStringLiteral("not directly: peers cannot dial it at 192.0.2.5:4100"));
         QCOMPARE(w->contributionCard()->samplesTotalLabel()->text(), QStringLiteral("1,234,567"));

@@ -166,10 +166,14 @@ void SimulatedEngine::begin(const std::string &mode, const std::string &swarm, i
     auto &a = s.assignment;
     a.mode = mode;
     a.swarm = swarm;
-    a.model = "mlp (784-512-512-10)";
+    a.model = "mlp";
+    a.job = mode == "local" ? "" : "fashion-mnist-mlp";
+    a.modelLayers = 6;
+    a.modelParameters = 669'706;
     if (mode == "local") {
         a.cluster = 0, a.clusterCount = 1, a.stage = 0, a.stageCount = 1, a.role = "whole model";
         a.layers = {"Flatten", "Linear(784->512)", "ReLU", "Linear(512->512)", "ReLU", "Linear(512->10)"};
+        a.stageParameters = a.modelParameters;
         s.peers.push_back({"self", "this computer", 0, 0, "training", 0, true});
     } else {
         // Clusters of three stages; this computer holds stage 2 of cluster 2.
@@ -177,6 +181,8 @@ void SimulatedEngine::begin(const std::string &mode, const std::string &swarm, i
         a.cluster = std::min(1, clusters - 1), a.clusterCount = clusters, a.stage = 1, a.stageCount = 3;
         a.role = kRoles[1];
         a.layers = kLayers[1];
+        a.stageParameters = 262'656; // Linear(512->512)
+        a.stageMemoryBytes = uint64_t(12) << 20;
         for (int c = 0; c < clusters; ++c)
             for (int k = 0; k < 3; ++k) {
                 const int i = c * 3 + k;

@@ -162,6 +162,8 @@ private Q_SLOTS:
         QCOMPARE(j["view"].toString(), QStringLiteral("public"));
         QCOMPARE(j["run"].toObject()["model"].toString(), QStringLiteral("mlp"));
         QCOMPARE(j["run"].toObject()["microbatch"].toInt(), 64);
+        QCOMPARE(j["run"].toObject()["layer_names"].toArray().size(), 6); // for the desktop's layer list
+        QCOMPARE(j["run"].toObject()["layer_names"].toArray()[1].toString(), QStringLiteral("Linear(784->512)"));
         QVERIFY(j["plan"].toObject()["planned"].toBool());
         QCOMPARE(j["plan"].toObject()["clusters"].toInt(), 2);
         QVERIFY(j["plan"].toObject()["predicted_samples_per_second"].toDouble() > 0);
@@ -183,8 +185,12 @@ private Q_SLOTS:
             const auto cl = cv.toObject();
             const auto stages = cl["stages"].toArray();
             QCOMPARE(stages.size(), 2);
-            for (const auto &s : stages)
+            double parameters = 0; // the stages' shares add up to the model
+            for (const auto &s : stages) {
                 QVERIFY(ids.count(s.toObject()["node_id"].toString()));
+                parameters += s.toObject()["parameters"].toDouble();
+            }
+            QCOMPARE(parameters, j["run"].toObject()["parameters"].toDouble());
             QVERIFY(cl["measured_samples_per_second"].toDouble() >= 100);
             QVERIFY(cl["predicted_samples_per_second"].toDouble() > 0);
         }

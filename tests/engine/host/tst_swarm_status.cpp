@@ -81,6 +81,37 @@ private Q_SLOTS:
         QVERIFY(a.reachability.empty()); // an older coordinator says nothing of it
     }
 
+    // A job file's model, which this build does not know by name: its layers come from
+    // the run's own list, and this node's share from its stage in the plan.
+    void aJobsModelAndThisNodesShare()
+    {
+        const char *const status =
+            "{\"coordinator\": \"wss://127.0.0.1:7400/#sha256=ab\","
+            " \"run\": {\"id\": \"run-2\", \"job\": \"fashion-mnist-rescnn\", \"model\": \"rescnn\","
+            "  \"layers\": 3, \"layer_names\": [\"Conv2d(1->64, k3)\", \"ReLU\", \"Linear(128->10)\"],"
+            "  \"parameters\": 2100000, \"total_steps\": 4000},"
+            " \"clusters\": [{\"id\": 0, \"stages\": ["
+            "   {\"stage\": 0, \"node_id\": \"a\", \"parameters\": 640, \"memory_bytes\": 1000},"
+            "   {\"stage\": 1, \"node_id\": \"b\", \"parameters\": 1290, \"memory_bytes\": 88000000}]}],"
+            " \"links\": [],"
+            " \"nodes\": ["
+            "  {\"id\": \"a\", \"presence\": \"online\", \"cluster\": 0, \"stage\": 0, \"first_layer\": 0, "
+            "\"last_layer\": 2},"
+            "  {\"id\": \"b\", \"presence\": \"online\", \"cluster\": 0, \"stage\": 1, \"first_layer\": 2, "
+            "\"last_layer\": 3}]}";
+        const auto v = host::parseSwarmStatus(status, "b");
+        QCOMPARE(v.self.job, std::string("fashion-mnist-rescnn"));
+        QCOMPARE(v.self.model, std::string("rescnn"));
+        QCOMPARE(v.self.modelLayers, 3);
+        QCOMPARE(v.self.modelParameters, int64_t(2'100'000));
+        QCOMPARE(v.self.layers, (std::vector<std::string>{"Linear(128->10)"}));
+        QCOMPARE(v.self.stageParameters, int64_t(1290));
+        QCOMPARE(v.self.stageMemoryBytes, uint64_t(88'000'000));
+        const auto root = host::parseSwarmStatus(status, "a");
+        QCOMPARE(root.self.layers, (std::vector<std::string>{"Conv2d(1->64, k3)", "ReLU"}));
+        QCOMPARE(root.self.stageParameters, int64_t(640));
+    }
+
     void leafOfTheSecondCluster()
     {
         const auto v = host::parseSwarmStatus(kStatus, "d");
