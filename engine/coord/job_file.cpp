@@ -324,7 +324,9 @@ void readModel(Reader &r, const json &j, const std::string &jobName, model::Mode
 
 void readOptimizer(Reader &r, const json &j, train::OptimizerConfig &o)
 {
-    if (!r.object(j, "optimizer", {"kind", "lr", "momentum", "weight_decay", "beta1", "beta2", "epsilon"}))
+    if (!r.object(j, "optimizer",
+                  {"kind", "lr", "momentum", "weight_decay", "beta1", "beta2", "epsilon", "schedule", "warmup_steps",
+                   "final_lr_factor"}))
         return;
     std::string kind = "sgd";
     r.text(j, "optimizer", "kind", kind, 16);
@@ -343,6 +345,15 @@ void readOptimizer(Reader &r, const json &j, train::OptimizerConfig &o)
     r.number(j, "optimizer", "beta1", o.beta1, 0, 0.9999);
     r.number(j, "optimizer", "beta2", o.beta2, 0, 0.99999);
     r.number(j, "optimizer", "epsilon", o.epsilon, 1e-12, 1e-3);
+    std::string schedule = train::decayName(o.decay);
+    r.text(j, "optimizer", "schedule", schedule, 16);
+    try {
+        o.decay = train::decayFromName(schedule);
+    } catch (const Error &) {
+        r.problem("optimizer.schedule", "must be \"tail\", \"cosine\" or \"constant\", not \"" + schedule + "\"");
+    }
+    r.integer(j, "optimizer", "warmup_steps", o.warmupSteps, 0, int64_t(1) << 40);
+    r.number(j, "optimizer", "final_lr_factor", o.finalLearningRateFactor, 0, 1);
 }
 
 void readAveraging(Reader &r, const json &j, RunConfig &run)
@@ -421,6 +432,9 @@ Job parseJob(std::string_view text, const std::string &source)
         readAveraging(r, *a, job.run);
     if (const auto *d = r.find(j, "", "dataset", false))
         readDataset(r, *d, job);
+    if (job.run.optimizer.warmupSteps >= job.run.totalSteps && job.run.optimizer.warmupSteps > 0)
+        r.problem("optimizer.warmup_steps", std::to_string(job.run.optimizer.warmupSteps) + " is not below the run's " +
+                                                std::to_string(job.run.totalSteps) + " steps");
     if (r.problems().empty()) { // the fields are each right: do they make a model and a run?
         try {
             validate(job.run);

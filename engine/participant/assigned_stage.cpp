@@ -370,7 +370,7 @@ void AssignedStage::Impl::restore()
     // by adopting the round it sees (swarm::RingAveraging).
     publishSnapshot(runtime->version());
     runtime->setLearningRate(
-        swarm::annealedLearningRate(config.run.optimizer.learningRate, runtime->version(), config.run.totalSteps));
+        swarm::scheduledLearningRate(config.run.optimizer, runtime->version(), config.run.totalSteps));
     lastRateStep = runtime->version();
     stepsDone = runtime->version();
     std::lock_guard lock(mutex);
@@ -540,7 +540,7 @@ void AssignedStage::Impl::onUpdate(int64_t version)
 {
     stepsDone = version;
     const auto &run = config.run;
-    runtime->setLearningRate(swarm::annealedLearningRate(run.optimizer.learningRate, version, run.totalSteps));
+    runtime->setLearningRate(swarm::scheduledLearningRate(run.optimizer, version, run.totalSteps));
     takeRingChanges();
     collectAveraging(false); // a round that finished meanwhile
     if (run.averagingInterval > 0 && version % run.averagingInterval == 0) {

@@ -20,6 +20,27 @@ OptimizerKind optimizerKindFromName(const std::string &name)
     throw Error("unknown optimizer '" + name + "' (known: sgd, adamw)");
 }
 
+std::string decayName(LearningRateDecay decay)
+{
+    switch (decay) {
+    case LearningRateDecay::Cosine:
+        return "cosine";
+    case LearningRateDecay::Constant:
+        return "constant";
+    case LearningRateDecay::Tail:
+        break;
+    }
+    return "tail";
+}
+
+LearningRateDecay decayFromName(const std::string &name)
+{
+    for (auto d : {LearningRateDecay::Tail, LearningRateDecay::Cosine, LearningRateDecay::Constant})
+        if (decayName(d) == name)
+            return d;
+    throw Error("unknown learning-rate schedule '" + name + "' (known: tail, cosine, constant)");
+}
+
 void validate(const OptimizerConfig &c)
 {
     auto check = [](bool ok, const std::string &what) {
@@ -33,6 +54,9 @@ void validate(const OptimizerConfig &c)
     check(c.beta1 >= 0 && c.beta1 < 1, "beta1 must be in [0, 1)");
     check(c.beta2 >= 0 && c.beta2 < 1, "beta2 must be in [0, 1)");
     check(c.epsilon > 0 && c.epsilon < 1, "epsilon must be in (0, 1)");
+    check(c.warmupSteps >= 0, "warm-up steps cannot be negative");
+    check(c.finalLearningRateFactor >= 0 && c.finalLearningRateFactor <= 1,
+          "the final learning-rate factor must be in [0, 1]");
 }
 
 std::string toJson(const OptimizerConfig &c)
@@ -43,7 +67,10 @@ std::string toJson(const OptimizerConfig &c)
                         {"weight_decay", c.weightDecay},
                         {"beta1", c.beta1},
                         {"beta2", c.beta2},
-                        {"eps", c.epsilon}};
+                        {"eps", c.epsilon},
+                        {"warmup_steps", c.warmupSteps},
+                        {"decay", decayName(c.decay)},
+                        {"final_lr_factor", c.finalLearningRateFactor}};
     return j.dump();
 }
 
@@ -59,6 +86,10 @@ OptimizerConfig optimizerConfigFromJson(const std::string &text)
         c.beta1 = j.at("beta1").get<double>();
         c.beta2 = j.at("beta2").get<double>();
         c.epsilon = j.at("eps").get<double>();
+        // Settings written before schedules were configurable: the tail anneal, no warm-up.
+        c.warmupSteps = j.value("warmup_steps", int64_t(0));
+        c.decay = decayFromName(j.value("decay", std::string("tail")));
+        c.finalLearningRateFactor = j.value("final_lr_factor", 0.1);
     } catch (const nlohmann::json::exception &e) {
         throw Error(std::string("optimizer settings are not valid JSON of the expected form: ") + e.what());
     }

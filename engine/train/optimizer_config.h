@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace rookery::train {
 
 enum class OptimizerKind { Sgd, AdamW };
+
+/// How the learning rate falls over a swarm's run, after any warm-up (engine/swarm
+/// learning_rate_schedule.h): Tail holds it, then falls in a straight line over the last
+/// fifth of the run; Cosine falls along half a cosine from the end of the warm-up to the
+/// end of the run; Constant holds it. Each ends at `finalLearningRateFactor` of it.
+enum class LearningRateDecay { Tail, Cosine, Constant };
 
 /// Optimizer settings. Semantics match PyTorch's SGD (momentum, no dampening, weight
 /// decay added to the gradient) and AdamW (decoupled weight decay).
@@ -20,6 +27,10 @@ struct OptimizerConfig
     double beta1 = 0.9;       ///< AdamW
     double beta2 = 0.999;     ///< AdamW
     double epsilon = 1e-8;    ///< AdamW
+    /// The schedule a swarm's stages follow (all compute it from the step alone).
+    int64_t warmupSteps = 0; ///< rises in a straight line from lr/warmupSteps to lr over these steps
+    LearningRateDecay decay = LearningRateDecay::Tail;
+    double finalLearningRateFactor = 0.1; ///< the rate at the last step, as a share of lr (not for Constant)
 
     bool operator==(const OptimizerConfig &) const = default;
 };
@@ -27,6 +38,9 @@ struct OptimizerConfig
 std::string optimizerKindName(OptimizerKind kind);
 /// "sgd" or "adamw"; throws rookery::Error for anything else.
 OptimizerKind optimizerKindFromName(const std::string &name);
+std::string decayName(LearningRateDecay decay);
+/// "tail", "cosine" or "constant"; throws rookery::Error for anything else.
+LearningRateDecay decayFromName(const std::string &name);
 /// Throws rookery::Error naming the first out-of-range field.
 void validate(const OptimizerConfig &config);
 

@@ -135,7 +135,7 @@ private Q_SLOTS:
         row("lr text", "/optimizer/lr", "\"fast\"", "optimizer.lr: must be a number, not \"fast\"");
         row("momentum too high", "/optimizer/momentum", "1.5", "optimizer.momentum: must be from 0 to 0.999");
         row("weight decay", "/optimizer/weight_decay", "2", "optimizer.weight_decay: must be from 0 to 0.5");
-        row("optimizer field unknown", "/optimizer/schedule", "\"cosine\"", "optimizer.schedule: unknown field");
+        row("optimizer field unknown", "/optimizer/betas", "[0.9, 0.99]", "optimizer.betas: unknown field");
         row("microbatch zero", "/microbatch", "0", "microbatch: must be from 1 to 60000, not 0");
         row("accumulation", "/accumulation", "5000", "accumulation: must be from 1 to 4096, not 5000");
         row("steps missing", "/steps", "", "steps: is missing");
@@ -147,6 +147,11 @@ private Q_SLOTS:
         row("overlap not bool", "/averaging/overlap", "1", "averaging.overlap: must be true or false, not 1");
         row("dataset without hash", "/dataset", "{\"name\": \"cifar-10\"}",
             "dataset.sha256: required for a dataset other than fashion-mnist");
+        row("schedule unknown", "/optimizer/schedule", "\"step\"",
+            "optimizer.schedule: must be \"tail\", \"cosine\" or \"constant\", not \"step\"");
+        row("warm-up past the end", "/optimizer/warmup_steps", "10000",
+            "optimizer.warmup_steps: 10000 is not below the run's 10000 steps");
+        row("final factor", "/optimizer/final_lr_factor", "2", "optimizer.final_lr_factor: must be from 0 to 1");
         row("dataset name", "/dataset/name", "\"My Data\"", "dataset.name: 'My Data' is not made of");
         row("dataset hash short", "/dataset/sha256", "\"abc\"", "dataset.sha256: must be 64 lowercase hex digits");
     }
