@@ -41,15 +41,13 @@ StoredDataset addDataset(const fs::path &dataDir, const std::string &name, const
     const fs::path names = nameFile(dataDir, name);
     if (!fs::exists(dataDir)) // a new coordinator's: private, as the coordinator makes it
         ensurePrivateDirectory(dataDir);
-    auto cut = data::cutIntoShards(name, train, test, shardSamples);
     data::ShardStore store(datasetStoreOf(dataDir));
     StoredDataset out;
-    for (const auto &shard : cut.shards) {
-        store.put(shard);
+    out.manifest = data::cutIntoShards(name, train, test, shardSamples, [&](std::string_view shard) {
+        store.put(shard); // one shard held at a time
         out.bytes += shard.size();
-    }
-    out.sha256 = store.put(data::manifestBytes(cut.manifest));
-    out.manifest = std::move(cut.manifest);
+    });
+    out.sha256 = store.put(data::manifestBytes(out.manifest));
     fs::create_directories(names.parent_path());
     const fs::path tmp = names.string() + ".new";
     {

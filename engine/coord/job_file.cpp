@@ -469,7 +469,8 @@ std::string datasetContentHash(const std::filesystem::path &dir)
 {
     const auto train = data::loadFashionMnist(dir, data::Split::Train);
     const auto test = data::loadFashionMnist(dir, data::Split::Test);
-    return data::sha256Of(data::manifestBytes(data::cutIntoShards("fashion-mnist", train, test).manifest));
+    return data::sha256Of(
+        data::manifestBytes(data::cutIntoShards("fashion-mnist", train, test, data::kDefaultShardSamples, {})));
 }
 
 } // namespace rookery::coord

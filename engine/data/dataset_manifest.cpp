@@ -146,15 +146,14 @@ bool isSha256(std::string_view text)
     return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
-ShardedDataset cutIntoShards(const std::string &name, const ImageDataset &train, const ImageDataset &test,
-                             int64_t shardSamples)
+DatasetManifest cutIntoShards(const std::string &name, const ImageDataset &train, const ImageDataset &test,
+                              int64_t shardSamples, const std::function<void(std::string_view)> &each)
 {
     if (shardSamples < 1)
         throw Error("a shard holds at least one sample");
     if (train.rows != test.rows || train.cols != test.cols || train.channels != 1 || test.channels != 1)
         throw Error("the train and test images of " + name + " differ in shape, or have more than one channel");
-    ShardedDataset out;
-    auto &m = out.manifest;
+    DatasetManifest m;
     m.name = name;
     m.rows = train.rows;
     m.cols = train.cols;
@@ -164,9 +163,20 @@ ShardedDataset cutIntoShards(const std::string &name, const ImageDataset &train,
     for (auto [split, refs] : {std::pair{&train, &m.train}, std::pair{&test, &m.test}})
         for (int64_t begin = 0; begin < split->count; begin += shardSamples) {
             const int64_t end = std::min(split->count, begin + shardSamples);
-            out.shards.push_back(encodeShard(*split, begin, end));
-            refs->push_back({sha256Of(out.shards.back()), out.shards.back().size(), end - begin});
+            const std::string bytes = encodeShard(*split, begin, end);
+            refs->push_back({sha256Of(bytes), bytes.size(), end - begin});
+            if (each)
+                each(bytes);
         }
+    return m;
+}
+
+ShardedDataset cutIntoShards(const std::string &name, const ImageDataset &train, const ImageDataset &test,
+                             int64_t shardSamples)
+{
+    ShardedDataset out;
+    out.manifest =
+        cutIntoShards(name, train, test, shardSamples, [&](std::string_view bytes) { out.shards.emplace_back(bytes); });
     return out;
 }
 

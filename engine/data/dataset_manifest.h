@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,12 @@ bool isSha256(std::string_view text);
 /// the manifest (named `name`). Deterministic: the same data gives the same hashes.
 ShardedDataset cutIntoShards(const std::string &name, const ImageDataset &train, const ImageDataset &test,
                              int64_t shardSamples = kDefaultShardSamples);
+
+/// The same cut, one shard at a time: `each` gets every shard's bytes in manifest order
+/// (train first), and only one shard is held at once. Without `each`, just the manifest
+/// (a copy's content hash, without holding a second copy of the data).
+DatasetManifest cutIntoShards(const std::string &name, const ImageDataset &train, const ImageDataset &test,
+                              int64_t shardSamples, const std::function<void(std::string_view)> &each);
 
 /// The manifest's canonical JSON: what is stored, sent and hashed.
 std::string manifestBytes(const DatasetManifest &manifest);

@@ -163,8 +163,8 @@ StageData NodeRun::rootData(const coord::Assignment &a)
     const auto &s = m_node.settings;
     const bool ownCopy = m_prepared.train && m_run.dataset == "fashion-mnist";
     if (ownCopy && !m_run.datasetSha256.empty() && !m_localDatasetSha)
-        m_localDatasetSha = data::sha256Of(
-            data::manifestBytes(data::cutIntoShards("fashion-mnist", *m_prepared.train, *m_prepared.test).manifest));
+        m_localDatasetSha = data::sha256Of(data::manifestBytes(
+            data::cutIntoShards("fashion-mnist", *m_prepared.train, *m_prepared.test, data::kDefaultShardSamples, {})));
     if (ownCopy && (m_run.datasetSha256.empty() || *m_localDatasetSha == m_run.datasetSha256)) {
         StageData d{m_prepared.train, m_prepared.test, a.shard};
         if (s.evaluateSamples > 0 && s.evaluateSamples < d.test->count) // a large model's quick test

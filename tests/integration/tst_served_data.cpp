@@ -54,7 +54,7 @@ private Q_SLOTS:
         test::SwarmRun run(dir.filePath(QStringLiteral("swarm.log")));
         const QString job = QStringLiteral(ROOKERY_JOBS_DIR "/rescnn.json");
         QVERIFY(run.start(dir.path(), true,
-                          {QStringLiteral("--job"), job, QStringLiteral("--steps"), QStringLiteral("250"),
+                          {QStringLiteral("--job"), job, QStringLiteral("--steps"), QStringLiteral("240"),
                            QStringLiteral("--nodes-without-data"), QStringLiteral("3")}));
         QVERIFY2(run.waitFor([&] { return run.process.state() == QProcess::NotRunning; }, 15min),
                  qPrintable(run.events()));
