@@ -51,6 +51,52 @@ private Q_SLOTS:
         QVERIFY2((out + err).contains(says), qPrintable(out + err));
     }
 
+    // An operator adds a dataset with one command: it prints the content hash a job file
+    // names, the same for the same data, and `dataset list` shows it; missing files are a
+    // command-line error, a damaged file a clear one.
+    void anOperatorAddsADataset()
+    {
+        QTemporaryDir dir;
+        const QString dataDir = dir.filePath(QStringLiteral("coord"));
+        const QString program = test::programPath(QStringLiteral("rookery-coordinator"));
+        const QString source = QString::fromStdString(test::fashionMnistDir().string());
+        QString out, err;
+        QCOMPARE(test::runProgram(program,
+                                  {QStringLiteral("dataset"), QStringLiteral("add"), QStringLiteral("clothes"),
+                                   QStringLiteral("--idx-dir"), source, QStringLiteral("--data-dir"), dataDir},
+                                  &out, &err, 60s),
+                 0);
+        const QString hash = out.trimmed();
+        QVERIFY2(hash.size() == 64, qPrintable(out + err));
+        QVERIFY2(err.contains(QStringLiteral("60000 training and 10000 test samples of 28x28, 10 classes")),
+                 qPrintable(err));
+        QCOMPARE(test::runProgram(program,
+                                  {QStringLiteral("dataset"), QStringLiteral("add"), QStringLiteral("clothes"),
+                                   QStringLiteral("--idx-dir"), source, QStringLiteral("--data-dir"), dataDir},
+                                  &out, &err, 60s),
+                 0);
+        QCOMPARE(out.trimmed(), hash);
+        QCOMPARE(
+            test::runProgram(program,
+                             {QStringLiteral("dataset"), QStringLiteral("list"), QStringLiteral("--data-dir"), dataDir},
+                             &out, &err, 30s),
+            0);
+        QVERIFY2(out.contains(QStringLiteral("clothes  ") + hash), qPrintable(out));
+        QCOMPARE(test::runProgram(program,
+                                  {QStringLiteral("dataset"), QStringLiteral("add"), QStringLiteral("clothes"),
+                                   QStringLiteral("--data-dir"), dataDir},
+                                  &out, &err, 30s),
+                 2);
+        QVERIFY2(err.contains(QStringLiteral("give --idx-dir")), qPrintable(err));
+        QCOMPARE(test::runProgram(program,
+                                  {QStringLiteral("dataset"), QStringLiteral("add"), QStringLiteral("clothes"),
+                                   QStringLiteral("--idx-dir"), dir.filePath(QStringLiteral("none")),
+                                   QStringLiteral("--data-dir"), dataDir},
+                                  &out, &err, 30s),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("train-images-idx3-ubyte.gz")), qPrintable(err));
+    }
+
     // Invite-only, as it runs by default: `invite` makes the join string a volunteer
     // pastes; the node survives a restart, and the invite's use count does too.
     void nodeSurvivesARestart()
