@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -83,7 +84,19 @@ struct Activations
     uint64_t microbatchId = 0;
     uint64_t weightVersion = 0;
     TensorBuffer activations;
-    TensorBuffer labels; ///< int64, travels with the microbatch to the last stage; may be empty
+    TensorBuffer labels;     ///< int64, travels with the microbatch to the last stage; may be empty
+    bool evaluation = false; ///< a test batch: forward only, answered with a TestTally
+};
+
+/// The last stage's answer to a test batch: checked on decoding (correct <= samples <=
+/// kMaxTestSamples, lossSum finite and not negative).
+struct TestTally
+{
+    static constexpr uint64_t kMaxTestSamples = 1'000'000;
+    uint64_t samples = 0;
+    uint64_t correct = 0;
+    double lossSum = 0;
+    bool operator==(const TestTally &) const = default;
 };
 
 /// Pipeline backward pass: the gradient with respect to a stage's input.
@@ -92,6 +105,7 @@ struct Gradients
     uint64_t microbatchId = 0;
     uint64_t weightVersion = 0;
     TensorBuffer gradients;
+    std::optional<TestTally> tally; ///< the answer to a test batch; `gradients` is then empty
 };
 
 /// One step of a ring all-reduce.

@@ -4,6 +4,7 @@
 #include "engine/net/wire_schema.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace rookery::net::schema {
 namespace {
@@ -168,10 +169,23 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
             return std::nullopt;
         }
         return Activations{a.microbatch_id(), a.weight_version(), std::move(t[0]),
-                           t.size() == 2 ? std::move(t[1]) : TensorBuffer{}};
+                           t.size() == 2 ? std::move(t[1]) : TensorBuffer{}, a.evaluation()};
     }
-    case E::kGradients:
-        return Gradients{env.gradients().microbatch_id(), env.gradients().weight_version(), std::move(t[0])};
+    case E::kGradients: {
+        const auto &g = env.gradients();
+        Gradients out{g.microbatch_id(), g.weight_version(), std::move(t[0]), std::nullopt};
+        if (g.has_tally()) {
+            const auto &w = g.tally();
+            if (w.samples() > TestTally::kMaxTestSamples || w.correct() > w.samples() || !std::isfinite(w.loss_sum()) ||
+                w.loss_sum() < 0) {
+                reason = "TestTally must count at most 1,000,000 samples, no more right than samples, and a finite "
+                         "loss that is not negative";
+                return std::nullopt;
+            }
+            out.tally = TestTally{w.samples(), w.correct(), w.loss_sum()};
+        }
+        return out;
+    }
     case E::kRingChunk: {
         const auto &r = env.ring_chunk();
         return RingChunk{r.ring_id(), r.round(), r.step(), r.chunk_index(), std::move(t[0])};

@@ -118,6 +118,7 @@ struct ToEnvelope
         auto *a = env.mutable_activations();
         a->set_microbatch_id(m.microbatchId);
         a->set_weight_version(m.weightVersion);
+        a->set_evaluation(m.evaluation);
         tensor(m.activations, a->mutable_activations(), true, "activations");
         if (!m.labels.empty()) {
             if (m.labels.dtype != DType::Int64)
@@ -132,6 +133,12 @@ struct ToEnvelope
         g->set_microbatch_id(m.microbatchId);
         g->set_weight_version(m.weightVersion);
         tensor(m.gradients, g->mutable_gradients(), true, "gradients");
+        if (m.tally) {
+            auto *t = g->mutable_tally();
+            t->set_samples(m.tally->samples);
+            t->set_correct(m.tally->correct);
+            t->set_loss_sum(m.tally->lossSum);
+        }
     }
     void operator()(const RingChunk &m)
     {

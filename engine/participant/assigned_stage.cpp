@@ -15,7 +15,6 @@
 #include "engine/participant/net_ring_links.h"
 #include "engine/participant/net_stage_transport.h"
 #include "engine/participant/peer_mesh.h"
-#include "engine/participant/pipeline_evaluation.h"
 #include "engine/participant/stage_router.h"
 #include "engine/participant/weights_relay.h"
 #include "engine/store/checkpoint_store.h"
@@ -23,6 +22,7 @@
 #include "engine/swarm/learning_rate_schedule.h"
 #include "engine/swarm/outer_optimizer.h"
 #include "engine/swarm/ring_averaging.h"
+#include "engine/train/evaluate.h"
 #include "engine/train/stage_runtime.h"
 
 namespace rookery::participant {
@@ -80,13 +80,12 @@ struct AssignedStage::Impl
     PeerMesh &mesh;
     AssignedStageConfig config;
     Callbacks callbacks;
-    // Declared in the order they depend on each other: the router and the evaluation
-    // refer to the links and the relay, the runtime to the transport.
+    // Declared in the order they depend on each other: the router refers to the links
+    // and the relay, the runtime to the transport.
     std::unique_ptr<NetStageTransport> transport;
     std::unique_ptr<WeightsRelay> relay;
     std::vector<Ring> rings;
     std::unique_ptr<StageRouter> router;
-    std::unique_ptr<PipelineEvaluation> evaluation; // the root's only
     swarm::RingAveraging averaging;
     std::unique_ptr<train::StageRuntime> runtime;
     std::unique_ptr<store::CheckpointWriter> writer;
@@ -158,6 +157,7 @@ struct AssignedStage::Impl
     void stageMain();
     void settle(const train::StageRunResult &result);
     void finish();
+    void evaluated(const train::EvaluationResult &result);
     void noteProgress(int64_t version, bool force);
 };
 
@@ -191,16 +191,6 @@ void AssignedStage::Impl::buildLinks()
         router->addRing(r.ringId, *ring.links);
         rings.push_back(std::move(ring));
     }
-    if (root()) {
-        PipelineEvaluation::Config ec{config.run.model, config.test, as.stages, as.cluster, uint64_t(finalMarker())};
-        PipelineEvaluation::Callbacks cb;
-        cb.message = [this](const std::string &text) { say(text); };
-        cb.accuracy = [this](double accuracy) {
-            std::lock_guard lock(mutex);
-            progress.testAccuracy = accuracy;
-        };
-        evaluation = std::make_unique<PipelineEvaluation>(*relay, std::move(ec), std::move(cb));
-    }
 }
 
 void AssignedStage::Impl::buildRuntime()
@@ -221,6 +211,15 @@ void AssignedStage::Impl::buildRuntime()
     sc.threads = config.threads;
     sc.shard = config.dataShard.value_or(as.shard);
     sc.onUpdate = [this](int64_t version) { onUpdate(version); };
+    // The root tests its pipeline's model by passing the test set through it: no stage
+    // ever holds another's weights. The final test follows every stage's last averaging.
+    sc.finalEvaluation = true;
+    sc.onFinishing = [this] { finish(); };
+    if (as.stage == 0) {
+        sc.test = config.test;
+        sc.evaluationBatch = train::evaluationBatch(config.run.model);
+        sc.onEvaluated = [this](const train::EvaluationResult &r) { evaluated(r); };
+    }
     runtime =
         std::make_unique<train::StageRuntime>(sc, *transport, *config.gate, as.stage == 0 ? config.train : nullptr);
     checkpointRun = swarmCheckpointRun(config.run.runId, as.firstLayer, as.lastLayer);
@@ -558,12 +557,17 @@ void AssignedStage::Impl::onUpdate(int64_t version)
         writer->submit(runtime->state());
     }
     if (root() && config.evaluateEvery > 0 && version % config.evaluateEvery == 0 && version < run.totalSteps)
-        evaluation->schedule(runtime->version());
+        runtime->requestEvaluation();
     noteProgress(version, false);
 }
 
+// On the stage thread, inside the run (StageConfig::onFinishing): the last step is done.
 void AssignedStage::Impl::finish()
 {
+    {
+        std::lock_guard lock(mutex);
+        phase = Phase::Finishing;
+    }
     const auto &run = config.run;
     // One last averaging round, so that every cluster ends with the same weights.
     takeRingChanges();
@@ -573,8 +577,22 @@ void AssignedStage::Impl::finish()
     writer->submit(runtime->state());
     writer->flush();
     noteProgress(runtime->version(), true);
-    if (root())
-        evaluation->runFinal(runtime->version());
+}
+
+void AssignedStage::Impl::evaluated(const train::EvaluationResult &r)
+{
+    if (!r.failure.empty()) {
+        say(std::string(r.final ? "final " : "") + "evaluation skipped: " + r.failure);
+        return;
+    }
+    {
+        std::lock_guard lock(mutex);
+        progress.testAccuracy = r.accuracy();
+    }
+    char text[200];
+    std::snprintf(text, sizeof text, "%s cluster %d at step %lld: test accuracy %.2f%%, test loss %.4f",
+                  r.final ? "done:" : "evaluated", a().cluster + 1, (long long)r.version, r.accuracy() * 100, r.loss());
+    say(text);
 }
 
 void AssignedStage::Impl::stageMain()
@@ -605,11 +623,6 @@ void AssignedStage::Impl::settle(const train::StageRunResult &result)
 {
     switch (result.stop.kind) {
     case train::StopKind::Finished: {
-        {
-            std::lock_guard lock(mutex);
-            phase = Phase::Finishing;
-        }
-        finish();
         std::lock_guard lock(mutex);
         phase = Phase::Finished;
         lastStop = "the run is complete";
@@ -654,8 +667,6 @@ void AssignedStage::restore()
 
 AssignedStage::~AssignedStage()
 {
-    if (d->evaluation)
-        d->evaluation->close(); // an evaluation waiting on the other stages stops within one try (5 s)
     d->transport->abort({train::StopKind::Cancelled, d->a().stage, "this node's assignment changed or it stops"});
     {
         std::lock_guard lock(d->ringsMutex);
@@ -663,13 +674,10 @@ AssignedStage::~AssignedStage()
     }
     for (auto &r : d->rings)
         r.links->cancel();
-    // The stage thread may still start an evaluation: join it first.
     if (d->stageThread.joinable())
         d->stageThread.join();
     if (d->averagingThread.joinable()) // its links are cancelled: it gives up at once
         d->averagingThread.join();
-    if (d->evaluation)
-        d->evaluation->join();
     if (d->ready) // never over a checkpoint with the run's initial weights
         d->writer->submit(d->runtime->state());
     d->writer->flush();

@@ -87,14 +87,16 @@ struct StageProgress
 /// neighbour went away, once the neighbour is back.
 ///
 /// Its parts: a NetStageTransport to the pipeline neighbours, a NetRingLinks per ring
-/// (averaged by swarm::RingAveraging), a WeightsRelay, and at the root a
-/// PipelineEvaluation; a StageRouter sends each peer message to the right one. (Named
+/// (averaged by swarm::RingAveraging), a WeightsRelay (weights for a node taking over
+/// layers); a StageRouter sends each peer message to the right one. The root tests the
+/// pipeline's model by sending test batches through it (StageConfig::test): every
+/// "evaluateEvery" steps beside training, and once more after every stage's last
+/// averaging round. (Named
 /// "assigned stage", not "session": net::Session is a connection, and the transport
 /// numbers its runs as generations.)
 ///
 /// Thread safety: deliver(), linkChanged() and writable() on the network thread; the
-/// rest on the control thread. Callbacks come from the stage thread (and, for messages,
-/// from the root's evaluation thread).
+/// rest on the control thread. Callbacks come from the stage thread.
 class AssignedStage
 {
 public:

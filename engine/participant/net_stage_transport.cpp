@@ -135,7 +135,7 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
             return refuseLocked(peer, "activations", *why, m_activationGuard.refused());
         m_forwardBytes += bytes;
         m_forward.push_back(train::ForwardMessage{int64_t(a->microbatchId & kMicrobatchMask), int64_t(a->weightVersion),
-                                                  std::move(a->activations), std::move(a->labels)});
+                                                  std::move(a->activations), std::move(a->labels), a->evaluation});
     } else if (auto *g = std::get_if<net::Gradients>(&message)) {
         if (peer != m_next || (g->microbatchId >> kGenerationShift) != m_generation)
             return;
@@ -144,8 +144,11 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
         if (auto why = m_gradientGuard.check(g->gradients))
             return refuseLocked(peer, "gradients", *why, m_gradientGuard.refused());
         m_backwardBytes += g->gradients.bytes;
+        std::optional<train::EvaluationTally> tally;
+        if (g->tally)
+            tally = train::EvaluationTally{int64_t(g->tally->samples), int64_t(g->tally->correct), g->tally->lossSum};
         m_backward.push_back(
-            train::BackwardMessage{int64_t(g->microbatchId & kMicrobatchMask), std::move(g->gradients)});
+            train::BackwardMessage{int64_t(g->microbatchId & kMicrobatchMask), std::move(g->gradients), tally});
     } else if (auto *e = std::get_if<net::StageError>(&message)) {
         if ((peer != m_previous && peer != m_next) || (e->microbatchId >> kGenerationShift) < m_generation)
             return;
@@ -268,8 +271,9 @@ bool NetStageTransport::sendForward(train::ForwardMessage message)
     }
     if (testingMisbehaviour().activationScale)
         message.activations = scaled(message.activations, 1e6f);
-    const bool sent = sendTo(m_next, net::Activations{id, uint64_t(message.weightVersion),
-                                                      std::move(message.activations), std::move(message.labels)});
+    const bool sent =
+        sendTo(m_next, net::Activations{id, uint64_t(message.weightVersion), std::move(message.activations),
+                                        std::move(message.labels), message.evaluation});
     if (sent && testingMisbehaviour().forgedFinished && ++m_forgedCount % 40 == 0)
         (void)m_mesh.send(m_next, net::StageError{uint32_t(m_stage), id, "finished"});
     if (sent && testingMisbehaviour().forgedFailed && ++m_forgedCount % 40 == 0)
@@ -290,7 +294,11 @@ bool NetStageTransport::sendBackward(train::BackwardMessage message)
         message.gradient = tensorBufferFromBytes(DType::Float32, {0}, {});
     else if (testingMisbehaviour().nanGradients)
         message.gradient = scaled(message.gradient, std::numeric_limits<float>::quiet_NaN());
-    const bool sent = sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient)});
+    std::optional<net::TestTally> tally;
+    if (message.tally)
+        tally = net::TestTally{uint64_t(std::max<int64_t>(0, message.tally->samples)),
+                               uint64_t(std::max<int64_t>(0, message.tally->correct)), message.tally->lossSum};
+    const bool sent = sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient), tally});
     if (sent && testingMisbehaviour().forgedFinished && ++m_forgedCount % 40 == 0)
         (void)m_mesh.send(m_previous, net::StageError{uint32_t(m_stage), id, "finished"});
     if (sent && testingMisbehaviour().forgedFailed && ++m_forgedCount % 40 == 0)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -18,6 +19,18 @@ struct ForwardMessage
     int64_t weightVersion = 0; ///< the sender's optimizer steps when it computed this
     TensorBuffer activations;  ///< float32 [batch, ...]
     TensorBuffer labels;       ///< int64 [batch]
+    /// A batch of the root's test set: every stage runs it forward without gradients,
+    /// and the leaf answers with its EvaluationTally instead of a gradient.
+    bool evaluation = false;
+};
+
+/// What the leaf found for one test batch: the pipeline tests its model by passing the
+/// test set through, so that no stage ever needs another's weights.
+struct EvaluationTally
+{
+    int64_t samples = 0;
+    int64_t correct = 0; ///< arg-max of the logits equal to the label
+    double lossSum = 0;  ///< cross-entropy summed over the samples
 };
 
 /// The gradient of a stage's input for one microbatch, on its way back up. Empty when
@@ -27,6 +40,9 @@ struct BackwardMessage
 {
     int64_t microbatch = 0;
     TensorBuffer gradient; ///< float32, the shape of the receiver's output
+    /// The answer to a test batch (ForwardMessage::evaluation), passed up unchanged to
+    /// the root; `gradient` is then empty.
+    std::optional<EvaluationTally> tally;
 };
 
 enum class StopKind : uint8_t {

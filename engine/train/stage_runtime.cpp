@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -23,6 +25,20 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// Test batches are numbered apart from the training microbatches of a run.
+constexpr int64_t kFirstTestBatch = int64_t(1) << 38;
+
+// The leaf's answer to a test batch.
+EvaluationTally tallyOf(const torch::Tensor &logits, const torch::Tensor &labels)
+{
+    namespace F = torch::nn::functional;
+    EvaluationTally t;
+    t.samples = labels.size(0);
+    t.lossSum = F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
+    t.correct = logits.argmax(1).eq(labels).sum().item<int64_t>();
+    return t;
+}
+
 void checkConfig(const StageConfig &c)
 {
     model::validate(c.model);
@@ -38,6 +54,8 @@ void checkConfig(const StageConfig &c)
                     (c.stage == 0 ? "start at the first layer" : "end at the last layer"));
     if (c.microbatchSize < 1 || c.accumulation < 1 || c.maxInFlight < 0 || c.maxWindow < 0)
         throw Error("microbatch size and accumulation must be at least 1");
+    if (c.evaluationBatch < 1)
+        throw Error("the test batch must hold at least one sample");
 }
 
 } // namespace
@@ -183,6 +201,24 @@ struct StageRuntime::Impl
     StopMessage runFollower();
     bool forwardFromData(int64_t id, ForwardMessage &out);
     void handleForward(const ForwardMessage &in, StageMessage &out);
+    void handleTestForward(const ForwardMessage &in, StageMessage &out);
+
+    // The root's test of the pipeline (StageConfig::test).
+    struct Test
+    {
+        bool active = false;
+        bool final = false;
+        int64_t version = 0;
+        int64_t next = 0, end = 0;                          // samples of the test set
+        std::deque<std::pair<int64_t, int64_t>> unanswered; // batches sent: id, samples
+        EvaluationTally tally;
+    };
+    bool startTest(bool final);
+    bool forwardTestBatch(ForwardMessage &out); // false when the gate closed
+    void takeTally(const BackwardMessage &b);
+    void endTest(std::string failure);
+    bool testLocally(); // a pipeline of one stage; false when the gate closed
+    void runFinalTest();
     void handleBackward(const BackwardMessage &in, std::optional<BackwardMessage> &out);
 
     StageConfig config;
@@ -200,7 +236,115 @@ struct StageRuntime::Impl
     std::atomic<int> liveWindow{0};
     WindowSizer windowSizer; // root: round trips and arrival gaps, for the window
     int64_t hookedVersion = 0;
+    std::atomic<bool> testRequested{false};
+    Test test;
+    std::unique_ptr<BatchSource> testSource; // while a test runs
+    int64_t nextTestBatch = kFirstTestBatch;
 };
+
+bool StageRuntime::Impl::startTest(bool final)
+{
+    if (!config.test || config.test->count < 1)
+        return false;
+    test = Test{};
+    test.active = true;
+    test.final = final;
+    test.version = compute.version();
+    test.end = config.test->count;
+    testSource = std::make_unique<BatchSource>(*config.test);
+    return true;
+}
+
+bool StageRuntime::Impl::forwardTestBatch(ForwardMessage &out)
+{
+    const int64_t id = nextTestBatch++;
+    return step(id, false, [&] {
+        const int64_t n = std::min(config.evaluationBatch, test.end - test.next);
+        Batch batch = testSource->slice(test.next, n);
+        out.microbatch = id;
+        out.weightVersion = compute.version();
+        out.activations = toBuffer(compute.infer(batch.images));
+        out.labels = toBuffer(batch.labels);
+        out.evaluation = true;
+        test.unanswered.emplace_back(id, n);
+        test.next += n;
+    });
+}
+
+void StageRuntime::Impl::takeTally(const BackwardMessage &b)
+{
+    // Answers to a test that ended (abandoned, or refused) are late: dropped.
+    if (!test.active || test.unanswered.empty() || test.unanswered.front().first != b.microbatch)
+        return;
+    const int64_t expected = test.unanswered.front().second;
+    test.unanswered.pop_front();
+    const EvaluationTally &t = *b.tally;
+    if (t.samples != expected || t.correct < 0 || t.correct > t.samples || !std::isfinite(t.lossSum) || t.lossSum < 0)
+        return endTest("the last stage answered a test batch of " + std::to_string(expected) + " samples with " +
+                       std::to_string(t.correct) + " of " + std::to_string(t.samples) + " right and a loss of " +
+                       std::to_string(t.lossSum));
+    test.tally.samples += t.samples;
+    test.tally.correct += t.correct;
+    test.tally.lossSum += t.lossSum;
+    if (test.unanswered.empty() && test.next >= test.end)
+        endTest({});
+}
+
+void StageRuntime::Impl::endTest(std::string failure)
+{
+    EvaluationResult r{test.version, test.final, test.tally, std::move(failure)};
+    test.active = false;
+    test.unanswered.clear();
+    testSource.reset();
+    if (config.onEvaluated)
+        config.onEvaluated(r);
+}
+
+bool StageRuntime::Impl::testLocally()
+{
+    while (test.next < test.end) {
+        const int64_t id = nextTestBatch++;
+        const bool ok = step(id, false, [&] {
+            const int64_t n = std::min(config.evaluationBatch, test.end - test.next);
+            Batch batch = testSource->slice(test.next, n);
+            const EvaluationTally t = tallyOf(compute.infer(batch.images), batch.labels);
+            test.tally.samples += t.samples;
+            test.tally.correct += t.correct;
+            test.tally.lossSum += t.lossSum;
+            test.next += n;
+        });
+        if (!ok) {
+            endTest("the work gate closed");
+            return false;
+        }
+    }
+    endTest({});
+    return true;
+}
+
+// After the last step and the root's onFinishing: the whole test set down the pipeline,
+// two batches in flight, the other stages having finished first (they serve it after
+// their own onFinishing).
+void StageRuntime::Impl::runFinalTest()
+{
+    if (!startTest(true))
+        return;
+    while (test.active) {
+        if (test.unanswered.size() < 2 && test.next < test.end) {
+            ForwardMessage f;
+            if (!forwardTestBatch(f))
+                return endTest("the work gate closed");
+            if (!transport.sendForward(std::move(f)))
+                return endTest(stopAfterFailedSend().reason);
+            continue;
+        }
+        StageMessage m = receive();
+        if (const auto *stop = std::get_if<StopMessage>(&m))
+            return endTest(stop->reason);
+        if (const auto *b = std::get_if<BackwardMessage>(&m); b && b->tally)
+            takeTally(*b);
+    }
+}
 
 bool StageRuntime::Impl::forwardFromData(int64_t id, ForwardMessage &out)
 {
@@ -232,6 +376,15 @@ void StageRuntime::Impl::handleForward(const ForwardMessage &in, StageMessage &o
     ForwardMessage f{in.microbatch, compute.version(), toBuffer(compute.forward(in.microbatch, input)), in.labels};
     ++metrics.forwards;
     out = std::move(f);
+}
+
+void StageRuntime::Impl::handleTestForward(const ForwardMessage &in, StageMessage &out)
+{
+    const torch::Tensor output = compute.infer(fromBuffer(in.activations));
+    if (leaf())
+        out = BackwardMessage{in.microbatch, {}, tallyOf(output, fromBuffer(in.labels))};
+    else
+        out = ForwardMessage{in.microbatch, compute.version(), toBuffer(output), in.labels, true};
 }
 
 void StageRuntime::Impl::handleBackward(const BackwardMessage &in, std::optional<BackwardMessage> &out)
@@ -266,10 +419,18 @@ StopMessage StageRuntime::Impl::runSingle(int64_t microbatches)
         if (!ok)
             return abort(StopKind::Cancelled, "the work gate closed");
         afterUpdates();
+        if (testRequested.exchange(false) && startTest(false) && !testLocally())
+            return abort(StopKind::Cancelled, "the work gate closed");
     }
     if (compute.flush())
         ++metrics.updates;
     afterUpdates();
+    if (config.finalEvaluation) {
+        if (config.onFinishing)
+            config.onFinishing();
+        if (startTest(true))
+            (void)testLocally();
+    }
     return {StopKind::Finished, config.stage, {}};
 }
 
@@ -281,19 +442,26 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
     metrics.window = window;
     windowSizer.reset();
     int64_t next = 0, done = 0;
+    test = Test{}; // answers to a test of an earlier run never come
     while (done < microbatches) {
         afterUpdates();
+        if (!test.active && testRequested.exchange(false))
+            startTest(false);
+        // One test batch at a time beside training, beyond the window.
+        const bool testBatch = test.active && test.unanswered.empty() && test.next < test.end;
         std::optional<StageMessage> m;
-        if (int64_t(compute.inFlight()) < window && next < microbatches) {
+        if ((int64_t(compute.inFlight()) < window && next < microbatches) || testBatch) {
             m = transport.poll(); // backward work first, if any is waiting
             if (!m) {
                 ForwardMessage f;
-                if (!forwardFromData(next, f))
+                if (!(testBatch ? forwardTestBatch(f) : forwardFromData(next, f)))
                     return abort(StopKind::Cancelled, "the work gate closed");
-                ++next;
+                if (!testBatch)
+                    ++next;
                 if (!transport.sendForward(std::move(f)))
                     return stopAfterFailedSend();
-                windowSizer.sent(Clock::now());
+                if (!testBatch)
+                    windowSizer.sent(Clock::now());
                 continue;
             }
         } else {
@@ -304,6 +472,10 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
         const auto *b = std::get_if<BackwardMessage>(&*m);
         if (!b)
             throw Error("the root received a forward message");
+        if (b->tally) {
+            takeTally(*b);
+            continue;
+        }
         windowSizer.arrived(Clock::now()); // backwards come back in the order of their forwards
         std::optional<BackwardMessage> none;
         if (!step(b->microbatch, true, [&] { handleBackward(*b, none); }))
@@ -313,16 +485,29 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
         metrics.window = window;
         liveWindow.store(window, std::memory_order_relaxed);
     }
+    test.active = false; // a periodic test still going is dropped: the final one follows
     if (compute.flush())
         ++metrics.updates;
     afterUpdates();
     if (!transport.sendFinished())
         return stopAfterFailedSend();
+    if (config.finalEvaluation) {
+        if (config.onFinishing)
+            config.onFinishing();
+        runFinalTest();
+        (void)transport.sendFinished(); // the end of the test; the run is complete either way
+    }
     return {StopKind::Finished, config.stage, {}};
 }
 
 StopMessage StageRuntime::Impl::runFollower()
 {
+    // After the first Finished (StageConfig::finalEvaluation) the run has trained to its
+    // end: whatever stops the root's test, the run ends Finished.
+    bool finishing = false;
+    const auto ended = [&](StopMessage stop) {
+        return finishing ? StopMessage{StopKind::Finished, config.stage, {}} : stop;
+    };
     for (;;) {
         afterUpdates();
         StageMessage m = receive();
@@ -332,10 +517,34 @@ StopMessage StageRuntime::Impl::runFollower()
                     ++metrics.updates;
                 afterUpdates();
                 if (!leaf() && !transport.sendFinished())
-                    return stopAfterFailedSend();
+                    return ended(stopAfterFailedSend());
+                if (config.finalEvaluation && !finishing) {
+                    finishing = true;
+                    if (config.onFinishing)
+                        config.onFinishing();
+                    continue; // serve the root's test until its second Finished
+                }
             }
-            return *stop;
+            return ended(*stop);
         }
+        if (auto *f = std::get_if<ForwardMessage>(&m); f && f->evaluation) {
+            StageMessage out;
+            if (!step(f->microbatch, false, [&] { handleTestForward(*f, out); }))
+                return ended(abort(StopKind::Cancelled, "the work gate closed"));
+            const bool sent = std::holds_alternative<BackwardMessage>(out)
+                                  ? transport.sendBackward(std::move(std::get<BackwardMessage>(out)))
+                                  : transport.sendForward(std::move(std::get<ForwardMessage>(out)));
+            if (!sent)
+                return ended(stopAfterFailedSend());
+            continue;
+        }
+        if (auto *b = std::get_if<BackwardMessage>(&m); b && b->tally) {
+            if (!transport.sendBackward(std::move(*b))) // a test's answer, on its way to the root
+                return ended(stopAfterFailedSend());
+            continue;
+        }
+        if (finishing)
+            continue; // no training after the end
         if (auto *f = std::get_if<ForwardMessage>(&m)) {
             StageMessage out;
             const int64_t before = compute.version();
@@ -389,6 +598,8 @@ StageRunResult StageRuntime::run(int64_t microbatches)
     }
     return {d->metrics, stop};
 }
+
+void StageRuntime::requestEvaluation() { d->testRequested = true; }
 
 TensorBuffer StageRuntime::infer(const TensorBuffer &input) { return toBuffer(d->compute.infer(fromBuffer(input))); }
 

@@ -37,6 +37,24 @@ using StageHook = std::function<void(int stage, int64_t microbatch, bool backwar
 /// over its rings and checkpoints here). `version` is the optimizer steps so far.
 using UpdateHook = std::function<void(int64_t version)>;
 
+/// A test of the pipeline's model that the root ran (StageRuntime::requestEvaluation,
+/// StageConfig::finalEvaluation).
+struct EvaluationResult
+{
+    int64_t version = 0; ///< the root's optimizer steps when it began
+    bool final = false;  ///< the test after the last step (and the stages' onFinishing)
+    EvaluationTally tally;
+    /// Why it did not complete ("" when it did): the pipeline stopped, or the leaf's
+    /// answer did not fit the batch. `tally` then holds what came back.
+    std::string failure;
+
+    double accuracy() const { return tally.samples > 0 ? double(tally.correct) / double(tally.samples) : 0; }
+    double loss() const { return tally.samples > 0 ? tally.lossSum / double(tally.samples) : 0; }
+};
+
+/// Called on the root's stage thread when a test of the pipeline ends.
+using EvaluationHook = std::function<void(const EvaluationResult &)>;
+
 /// One stage of a pipeline. Every stage of a pipeline gets the same settings except
 /// `stage`, `firstLayer` and `lastLayer`.
 struct StageConfig
@@ -61,6 +79,21 @@ struct StageConfig
     StageHook hook;
     UpdateHook onUpdate;
     data::Shard shard; ///< the root reads this shard of the data (a swarm cluster's own)
+
+    /// Testing through the pipeline: the root sends its test set down in batches of
+    /// `evaluationBatch` samples, forward only, one batch at a time beside training; each
+    /// stage uses its own current weights, and the leaf answers with a tally. No stage
+    /// ever holds another's weights. The root's test set (null: it cannot test).
+    std::shared_ptr<const data::ImageDataset> test;
+    int64_t evaluationBatch = 256;
+    EvaluationHook onEvaluated; ///< root
+    /// Every stage alike: after the last step the run goes on for a final test. Each
+    /// stage passes Finished on, calls onFinishing (a swarm node's last averaging round
+    /// and checkpoint) and then serves the root's test batches; the root, after its own
+    /// onFinishing, tests the pipeline and ends the run with a second Finished. Once a
+    /// stage saw the first Finished its run ends Finished, however the test goes.
+    bool finalEvaluation = false;
+    std::function<void()> onFinishing;
 
     /// The root's window as it will be used.
     int window() const;
@@ -122,6 +155,10 @@ public:
     /// or an abort. Applies the thread configuration first. Never throws: failures abort
     /// the pipeline and come back in the result.
     StageRunResult run(int64_t microbatches);
+
+    /// Root: test the pipeline's model at the next chance, once no test is going (from
+    /// the update hook, say). Results come to StageConfig::onEvaluated. Any thread.
+    void requestEvaluation();
 
     /// This stage's layers without gradients, current weights: [batch, ...] in and out.
     TensorBuffer infer(const TensorBuffer &input);

@@ -92,6 +92,8 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(DataPiece{std::string(64, 'e'), 1 << 20, 3 << 20,
                           tensorBufferFromBytes(DType::UInt8, {5}, {1, 2, 3, 4, 5}), ""});
     m.push_back(DataPiece{std::string(64, 'f'), 0, 0, {}, "this coordinator serves no such file"});
+    m.push_back(Activations{9, 4, floatTensor({3, 13}, 0.25f), labelTensor(3), true}); // a test batch
+    m.push_back(Gradients{9, 0, floatTensor({0}, 0), TestTally{300, 271, 98.5}});      // its answer
     return m;
 }
 
@@ -103,12 +105,15 @@ inline bool sameMessage(const net::Message &a, const net::Message &b)
     if (auto *x = std::get_if<Activations>(&a)) {
         auto &y = std::get<Activations>(b);
         return x->microbatchId == y.microbatchId && x->weightVersion == y.weightVersion &&
-               sameTensor(x->activations, y.activations) && sameTensor(x->labels, y.labels);
+               sameTensor(x->activations, y.activations) && sameTensor(x->labels, y.labels) &&
+               x->evaluation == y.evaluation;
     }
     if (auto *x = std::get_if<Gradients>(&a)) {
         auto &y = std::get<Gradients>(b);
-        return x->microbatchId == y.microbatchId && x->weightVersion == y.weightVersion &&
-               sameTensor(x->gradients, y.gradients);
+        return x->microbatchId == y.microbatchId && x->weightVersion == y.weightVersion && x->tally == y.tally &&
+               // A tensor of no bytes may arrive pointing into the frame, where none was sent.
+               (sameTensor(x->gradients, y.gradients) ||
+                (x->gradients.bytes == 0 && y.gradients.bytes == 0 && x->gradients.shape == y.gradients.shape));
     }
     if (auto *x = std::get_if<RingChunk>(&a)) {
         auto &y = std::get<RingChunk>(b);

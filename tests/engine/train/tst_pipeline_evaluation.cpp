@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The root tests the pipeline's model by sending its test set through the stages
+// (StageConfig::test): the result is the whole model's, as if its weights had been
+// gathered in one place; the final test sees what every stage's onFinishing did; a
+// test beside training does not disturb it; a leaf whose tally does not fit the batch
+// is refused; a stop during the final test still ends the run Finished.
+#include <QtTest>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "engine/data/image_dataset.h"
+#include "engine/device/compute_threads.h"
+#include "engine/model/model_zoo.h"
+#include "engine/train/evaluate.h"
+#include "engine/train/in_process_transport.h"
+#include "engine/train/stage_runtime.h"
+#include "tests/support/test_support.h"
+
+using namespace rookery;
+
+namespace {
+
+// A leaf's link that adds one sample to every tally it sends: an answer that does not fit.
+class MiscountingTransport final : public train::StageTransport
+{
+public:
+    explicit MiscountingTransport(train::StageTransport &inner)
+        : m_inner(inner)
+    { }
+    bool sendForward(train::ForwardMessage m) override { return m_inner.sendForward(std::move(m)); }
+    bool sendBackward(train::BackwardMessage m) override
+    {
+        if (m.tally)
+            ++m.tally->samples;
+        return m_inner.sendBackward(std::move(m));
+    }
+    bool sendFinished() override { return m_inner.sendFinished(); }
+    train::StageMessage receive() override { return m_inner.receive(); }
+    std::optional<train::StageMessage> poll() override { return m_inner.poll(); }
+    void abort(train::StopMessage reason) override { m_inner.abort(std::move(reason)); }
+
+private:
+    train::StageTransport &m_inner;
+};
+
+struct Outcome
+{
+    std::vector<train::StageRunResult> results;
+    std::vector<train::EvaluationResult> evaluations; // in the order the root reported them
+    std::vector<NamedTensor> parameters;              // every stage's, after the run
+    std::vector<std::string> events;                  // "finishing <stage>", "final test"
+};
+
+struct Options
+{
+    int64_t microbatches = 40;
+    int64_t testAtStep = 0;               // the root asks for a test beside training at this step
+    bool miscountingLeaf = false;         // the leaf's tallies count one sample too many
+    bool leafAbortsWhenFinishing = false; // the leaf's onFinishing stops the pipeline
+};
+
+} // namespace
+
+class TestPipelineEvaluation : public QObject
+{
+    Q_OBJECT
+
+    std::shared_ptr<data::ImageDataset> m_train, m_test;
+
+    // The MLP cut at `bounds` ({0, 2, 4, 6}: three stages), trained for a few microbatches.
+    Outcome run(const std::vector<size_t> &bounds, const Options &o = {})
+    {
+        const int stages = int(bounds.size()) - 1;
+        train::InProcessTransport transport(stages, size_t(stages + 3)); // window, one test batch, two at the end
+        MiscountingTransport miscounting(transport.endpoint(stages - 1));
+        Outcome out;
+        std::mutex mutex;
+        std::vector<std::unique_ptr<train::StageRuntime>> runtimes;
+        runtimes.resize(size_t(stages));
+        for (int s = 0; s < stages; ++s) {
+            train::StageConfig c;
+            c.model = model::mlpSpec();
+            c.firstLayer = bounds[size_t(s)];
+            c.lastLayer = bounds[size_t(s) + 1];
+            c.stage = s;
+            c.stages = stages;
+            c.microbatchSize = 32;
+            c.finalEvaluation = true;
+            c.evaluationBatch = 300; // the test set is 1,000: the last batch is short
+            c.onFinishing = [&, s] {
+                std::lock_guard lock(mutex);
+                out.events.push_back("finishing " + std::to_string(s));
+                if (s == stages - 1) {
+                    // What a last averaging round would do: change the weights the final test must see.
+                    auto p = runtimes[size_t(s)]->parameters();
+                    for (auto &t : p)
+                        for (size_t i = 0; i < t.data.size(); i += 4) {
+                            float v;
+                            std::memcpy(&v, t.data.data() + i, 4);
+                            v *= 0.5f;
+                            std::memcpy(t.data.data() + i, &v, 4);
+                        }
+                    runtimes[size_t(s)]->setParameters(p);
+                    if (o.leafAbortsWhenFinishing)
+                        transport.abort({train::StopKind::Cancelled, s, "the leaf went away"});
+                }
+            };
+            if (s == 0) {
+                c.test = m_test;
+                c.onEvaluated = [&](const train::EvaluationResult &r) {
+                    std::lock_guard lock(mutex);
+                    out.evaluations.push_back(r);
+                    if (r.final)
+                        out.events.push_back("final test");
+                };
+                c.onUpdate = [&](int64_t version) {
+                    if (version == o.testAtStep)
+                        runtimes[0]->requestEvaluation();
+                };
+            }
+            train::StageTransport &link = s == stages - 1 && o.miscountingLeaf ? miscounting : transport.endpoint(s);
+            runtimes[size_t(s)] =
+                std::make_unique<train::StageRuntime>(c, link, train::openGate(), s == 0 ? m_train : nullptr);
+        }
+        out.results.resize(size_t(stages));
+        std::vector<std::thread> threads;
+        for (int s = 0; s < stages; ++s)
+            threads.emplace_back([&, s] { out.results[size_t(s)] = runtimes[size_t(s)]->run(o.microbatches); });
+        for (auto &t : threads)
+            t.join();
+        for (const auto &r : runtimes)
+            for (auto &p : r->parameters())
+                out.parameters.push_back(std::move(p));
+        return out;
+    }
+
+    // The final test's figures against the whole model's, gathered in one place.
+    void compareWithGathered(const Outcome &out)
+    {
+        const auto &final = out.evaluations.back();
+        QVERIFY(final.final);
+        QVERIFY2(final.failure.empty(), final.failure.c_str());
+        QCOMPARE(final.tally.samples, m_test->count);
+        const auto whole = train::evaluateParameters(model::mlpSpec(), out.parameters, *m_test, 1000);
+        qInfo("through the pipeline: %.2f%%, loss %.5f; gathered: %.2f%%, loss %.5f", final.accuracy() * 100,
+              final.loss(), whole.accuracy * 100, whole.loss);
+        QVERIFY(std::abs(final.accuracy() - whole.accuracy) <= 2.0 / double(m_test->count));
+        QVERIFY(std::abs(final.loss() - whole.loss) <= 1e-4 * std::max(1.0, whole.loss));
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        device::applyThreadConfig({1, 1});
+        m_train = std::make_shared<data::ImageDataset>(
+            data::headOf(data::loadFashionMnist(test::fashionMnistDir(), data::Split::Train), 2048));
+        m_test = std::make_shared<data::ImageDataset>(
+            data::headOf(data::loadFashionMnist(test::fashionMnistDir(), data::Split::Test), 1000));
+    }
+
+    void theFinalTestIsTheWholeModelsAfterEveryStageFinished_data()
+    {
+        QTest::addColumn<std::vector<size_t>>("bounds");
+        QTest::newRow("one stage") << std::vector<size_t>{0, 6};
+        QTest::newRow("two stages") << std::vector<size_t>{0, 2, 6};
+        QTest::newRow("three stages") << std::vector<size_t>{0, 2, 4, 6};
+    }
+    void theFinalTestIsTheWholeModelsAfterEveryStageFinished()
+    {
+        QFETCH(std::vector<size_t>, bounds);
+        const Outcome out = run(bounds);
+        for (const auto &r : out.results)
+            QCOMPARE(int(r.stop.kind), int(train::StopKind::Finished));
+        QCOMPARE(out.evaluations.size(), size_t(1));
+        compareWithGathered(out);
+        // Every stage finished (its last averaging) before the root tested.
+        QCOMPARE(out.events.size(), bounds.size());
+        QCOMPARE(out.events.back(), std::string("final test"));
+        // Training went on as before: every microbatch came back.
+        QCOMPARE(out.results[0].metrics.backwards, int64_t(40));
+    }
+
+    void aTestBesideTrainingReportsTheWholeTestSet()
+    {
+        Options o;
+        o.microbatches = 60;
+        o.testAtStep = 10;
+        const Outcome out = run({0, 2, 4, 6}, o);
+        QCOMPARE(out.evaluations.size(), size_t(2));
+        const auto &beside = out.evaluations.front();
+        QVERIFY(!beside.final);
+        QVERIFY2(beside.failure.empty(), beside.failure.c_str());
+        QCOMPARE(beside.version, int64_t(10));
+        QCOMPARE(beside.tally.samples, m_test->count);
+        QVERIFY(beside.accuracy() > 0.3); // ten steps of the MLP are already far above chance
+        QCOMPARE(out.results[0].metrics.backwards, int64_t(60));
+        QCOMPARE(out.results[2].metrics.forwards, int64_t(60)); // test batches are not training
+        compareWithGathered(out);
+    }
+
+    void aTallyThatDoesNotFitTheBatchIsRefused()
+    {
+        Options o;
+        o.miscountingLeaf = true;
+        const Outcome out = run({0, 2, 6}, o);
+        QCOMPARE(out.evaluations.size(), size_t(1));
+        const auto &final = out.evaluations.back();
+        QVERIFY(final.final);
+        QVERIFY2(final.failure.find("answered a test batch of 300 samples") != std::string::npos,
+                 final.failure.c_str());
+        QCOMPARE(final.tally.samples, int64_t(0));
+        for (const auto &r : out.results)
+            QCOMPARE(int(r.stop.kind), int(train::StopKind::Finished));
+    }
+
+    void aStopDuringTheFinalTestStillEndsTheRunFinished()
+    {
+        Options o;
+        o.leafAbortsWhenFinishing = true;
+        const Outcome out = run({0, 2, 4, 6}, o);
+        QCOMPARE(out.evaluations.size(), size_t(1));
+        QVERIFY2(out.evaluations.back().failure.find("the leaf went away") != std::string::npos,
+                 out.evaluations.back().failure.c_str());
+        for (const auto &r : out.results)
+            QCOMPARE(int(r.stop.kind), int(train::StopKind::Finished));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPipelineEvaluation)
+#include "tst_pipeline_evaluation.moc"
