@@ -39,7 +39,7 @@ std::string sha256Hex(std::string_view text)
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     if (!EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr))
-        throw Error("cannot hash a token: SHA-256 failed");
+        throw Error("SHA-256 failed (OpenSSL)");
     static constexpr char kHex[] = "0123456789abcdef";
     std::string out;
     for (unsigned int i = 0; i < len; ++i) {

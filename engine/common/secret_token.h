@@ -16,7 +16,9 @@ std::string newToken();
 std::string readToken(const std::filesystem::path &file);
 
 /// Lowercase hex SHA-256 of `text`: how a token is kept at rest (a join token in the
-/// coordinator's database), so that reading the file does not give the token away.
+/// coordinator's database), so that reading the file does not give the token away, and
+/// the name of a dataset's shard or manifest (engine/data). Throws rookery::Error when
+/// OpenSSL fails.
 std::string sha256Hex(std::string_view text);
 
 /// Compares in time independent of where the strings differ.

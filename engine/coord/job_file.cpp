@@ -2,6 +2,7 @@
 // The job file: JSON read field by field, every problem collected before any is
 // reported, so that an operator fixes a file in one pass.
 #include "engine/coord/job_file.h"
+#include "engine/common/secret_token.h"
 
 #include <array>
 #include <cmath>
@@ -469,7 +470,7 @@ std::string datasetContentHash(const std::filesystem::path &dir)
 {
     const auto train = data::loadFashionMnist(dir, data::Split::Train);
     const auto test = data::loadFashionMnist(dir, data::Split::Test);
-    return data::sha256Of(
+    return sha256Hex(
         data::manifestBytes(data::cutIntoShards("fashion-mnist", train, test, data::kDefaultShardSamples, {})));
 }
 

@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include "engine/common/error.h"
+#include "engine/common/secret_token.h"
 
 namespace rookery::data {
 namespace {
@@ -126,21 +126,6 @@ uint64_t DatasetManifest::trainBytes() const
     return n;
 }
 
-std::string sha256Of(std::string_view bytes)
-{
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1)
-        throw Error("SHA-256 failed (OpenSSL)");
-    static const char *kHex = "0123456789abcdef";
-    std::string hex;
-    for (unsigned int i = 0; i < length; ++i) {
-        hex += kHex[digest[i] >> 4];
-        hex += kHex[digest[i] & 15];
-    }
-    return hex;
-}
-
 bool isSha256(std::string_view text)
 {
     return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
@@ -164,7 +149,7 @@ DatasetManifest cutIntoShards(const std::string &name, const ImageDataset &train
         for (int64_t begin = 0; begin < split->count; begin += shardSamples) {
             const int64_t end = std::min(split->count, begin + shardSamples);
             const std::string bytes = encodeShard(*split, begin, end);
-            refs->push_back({sha256Of(bytes), bytes.size(), end - begin});
+            refs->push_back({sha256Hex(bytes), bytes.size(), end - begin});
             if (each)
                 each(bytes);
         }

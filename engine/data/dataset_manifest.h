@@ -60,8 +60,6 @@ struct ShardedDataset
     std::vector<std::string> shards;
 };
 
-/// Lowercase hex SHA-256 of `bytes`.
-std::string sha256Of(std::string_view bytes);
 /// True for 64 lowercase hex digits.
 bool isSha256(std::string_view text);
 

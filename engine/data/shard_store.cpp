@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/data/shard_store.h"
+#include "engine/common/secret_token.h"
 
 #include <algorithm>
 #include <fstream>
@@ -63,7 +64,7 @@ bool ShardStore::has(const std::string &sha256) const
 
 std::string ShardStore::put(std::string_view bytes)
 {
-    const std::string sha = sha256Of(bytes);
+    const std::string sha = sha256Hex(bytes);
     if (has(sha))
         return sha;
     const fs::path tmp = m_dir / (sha + ".new");
@@ -85,7 +86,7 @@ std::optional<std::string> ShardStore::readVerified(const std::string &sha256)
     if (!fs::is_regular_file(path, ec))
         return std::nullopt;
     std::string bytes = readWhole(path);
-    if (sha256Of(bytes) != sha256) {
+    if (sha256Hex(bytes) != sha256) {
         log::warning("data", path.string() + " no longer matches its hash (damaged on disk); deleted, to fetch again");
         fs::remove(path, ec);
         return std::nullopt;
@@ -138,7 +139,7 @@ std::string ShardStore::commitPartial(const std::string &sha256, const std::stri
 {
     const fs::path part = partPath(sha256);
     std::string bytes = readWhole(part);
-    const std::string actual = sha256Of(bytes);
+    const std::string actual = sha256Hex(bytes);
     std::error_code ec;
     if (actual != sha256) {
         fs::remove(part, ec);

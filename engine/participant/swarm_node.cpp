@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/participant/swarm_node.h"
+#include "engine/common/secret_token.h"
 
 #include <algorithm>
 #include <set>
@@ -163,7 +164,7 @@ StageData NodeRun::rootData(const coord::Assignment &a)
     const auto &s = m_node.settings;
     const bool ownCopy = m_prepared.train && m_run.dataset == "fashion-mnist";
     if (ownCopy && !m_run.datasetSha256.empty() && !m_localDatasetSha)
-        m_localDatasetSha = data::sha256Of(data::manifestBytes(
+        m_localDatasetSha = sha256Hex(data::manifestBytes(
             data::cutIntoShards("fashion-mnist", *m_prepared.train, *m_prepared.test, data::kDefaultShardSamples, {})));
     if (ownCopy && (m_run.datasetSha256.empty() || *m_localDatasetSha == m_run.datasetSha256)) {
         StageData d{m_prepared.train, m_prepared.test, a.shard};

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "engine/common/secret_token.h"
 #include "engine/coord/coordinator.h"
 #include "engine/data/dataset_manifest.h"
 #include "engine/data/shard_store.h"
@@ -69,8 +70,7 @@ private Q_SLOTS:
             if (node == 4)
                 QVERIFY2(files.empty(), "the node with its own copy fetched data");
             for (const auto &f : files) {
-                QCOMPARE(QString::fromStdString(data::sha256Of(readFile(f))),
-                         QString::fromStdString(f.filename().string()));
+                QCOMPARE(QString::fromStdString(sha256Hex(readFile(f))), QString::fromStdString(f.filename().string()));
                 ++fetched;
             }
         }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine/common/error.h"
+#include "engine/common/secret_token.h"
 #include "engine/data/dataset_manifest.h"
 #include "engine/data/shard_store.h"
 
@@ -61,7 +62,7 @@ private Q_SLOTS:
         QCOMPARE(cut.shards.size(), size_t(4));
         std::vector<ImageDataset> parts;
         for (size_t i = 0; i < 3; ++i) {
-            QCOMPARE(cut.manifest.train[i].sha256, sha256Of(cut.shards[i]));
+            QCOMPARE(cut.manifest.train[i].sha256, sha256Hex(cut.shards[i]));
             parts.push_back(decodeShard(cut.manifest, cut.manifest.train[i], cut.shards[i]));
         }
         const auto whole = concatenate("toy/train", parts);
@@ -161,7 +162,7 @@ private Q_SLOTS:
         QTemporaryDir dir;
         ShardStore store(dir.filePath(QStringLiteral("cache")).toStdString());
         const std::string bytes(100'000, 'x');
-        const std::string sha = sha256Of(bytes);
+        const std::string sha = sha256Hex(bytes);
         // A download in three pieces, interrupted after the second: it resumes.
         store.appendPartial(sha, 0, std::string_view(bytes).substr(0, 40'000));
         {
@@ -178,11 +179,11 @@ private Q_SLOTS:
         QCOMPARE(store.readRange(sha, 0, 10).total, uint64_t(100'000));
 
         // Received bytes that do not hash to the name: refused, naming both, not kept.
-        const std::string other = sha256Of("other");
+        const std::string other = sha256Hex("other");
         store.appendPartial(other, 0, "not other");
         const QString error = errorOf([&] { store.commitPartial(other, "shard 3 of toy"); });
         QVERIFY2(error.contains(QStringLiteral("shard 3 of toy")) && error.contains(QString::fromStdString(other)) &&
-                     error.contains(QString::fromStdString(sha256Of("not other"))),
+                     error.contains(QString::fromStdString(sha256Hex("not other"))),
                  qPrintable(error));
         QVERIFY(!store.has(other));
         QCOMPARE(store.partialSize(other), uint64_t(0));
