@@ -100,7 +100,7 @@ struct StageRuntime::Impl
         if (config.stage == 0) {
             if (!dataset || dataset->count < config.microbatchSize)
                 throw Error("the root stage needs training data of at least one microbatch");
-            source = std::make_unique<BatchSource>(*dataset);
+            source = std::make_unique<BatchSource>(dataset);
             sampler = std::make_unique<data::EpochSampler>(dataset->count, config.seed, config.shard);
         }
     }
@@ -251,7 +251,7 @@ bool StageRuntime::Impl::startTest(bool final)
     test.final = final;
     test.version = compute.version();
     test.end = config.test->count;
-    testSource = std::make_unique<BatchSource>(*config.test);
+    testSource = std::make_unique<BatchSource>(config.test);
     return true;
 }
 

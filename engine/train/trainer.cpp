@@ -54,7 +54,7 @@ struct Trainer::Impl
         , net(config.model, 0, config.seed)
         , optimizer(namedParameters(net), config.optimizer)
         , sampler(dataset->count, config.seed)
-        , source(*dataset)
+        , source(dataset)
     { }
 
     TrainerConfig config;
@@ -63,7 +63,7 @@ struct Trainer::Impl
     Optimizer optimizer;
     data::EpochSampler sampler;
     BatchSource source;
-    // Evaluation data converted once per data set.
+    // Evaluation data, its bytes copied once per data set.
     const data::ImageDataset *evalDataset = nullptr;
     std::unique_ptr<BatchSource> evalSource;
 };
