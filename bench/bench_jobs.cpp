@@ -14,13 +14,13 @@
 // measured, so they test how the cost model divides a model, not the probe's speed.
 #include <algorithm>
 #include <atomic>
-#include <fstream>
-#include <map>
-#include <mutex>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <regex>
 #include <thread>
 
@@ -257,11 +257,27 @@ void benchJob(const std::string &file, const std::filesystem::path &jobsDir, con
                     said.empty() ? "(the node said nothing about its place in 90 s, and trained nothing)"
                                  : said.c_str());
         report.add(key + "_one_capped_volunteer_holds_it", 0.0);
-        // The swarm: three volunteers, one stage each, uncapped so that their real
-        // peak memory can be held against the planner's count.
-        swarm.nodes = swarm.clusterSize = 3;
-        for (int n = 1; n <= 3; ++n)
-            swarm.nodeExtraArgs[n] = {"--eval-samples", "200"};
+        // The swarm: as many volunteers as the planner needs to hold it at 256 MiB each,
+        // one stage each, every one capped as the one above. A node whose resident memory
+        // crosses its cap stops (its governor), and the bench then fails: the run
+        // completing is the proof that they held it.
+        int needed = 0;
+        for (int k = 2; k <= 10 && needed == 0; ++k) {
+            const std::vector<model::StageDevice> volunteers(size_t(k),
+                                                             {"capped volunteer", gflops, uint64_t(kCapMiB) << 20});
+            try {
+                const auto cut = model::partitionLayers(costs, volunteers, options);
+                needed = k;
+                std::printf("  the planner needs %d volunteers of %lld MiB: %s\n", k, (long long)kCapMiB,
+                            cut.describe().c_str());
+            } catch (const Error &) { }
+        }
+        if (needed == 0)
+            throw Error("no swarm of up to 10 volunteers capped at 256 MiB can hold " + key);
+        report.add(key + "_capped_volunteers_needed", double(needed));
+        swarm.nodes = swarm.clusterSize = needed;
+        for (int n = 1; n <= needed; ++n)
+            swarm.nodeExtraArgs[n] = {"--eval-samples", "200", "--memory-cap", std::to_string(kNodeCapMiB)};
     } else {
         swarm.nodes = swarm.clusterSize = 2;
         for (int n = 1; n <= 2; ++n)

@@ -35,6 +35,7 @@ int main(int argc, char **argv)
     double lr = 0.05;
     int cores = 1;
     int cpuPercent = 100;
+    int64_t memoryCapMiB = 0;
     int64_t graceSeconds = 0;
     int64_t certificateSeconds = 0;
     int64_t checkpointSeconds = -1;
@@ -67,6 +68,9 @@ int main(int argc, char **argv)
     cli::addWholeNumber(p, "--cores-per-node", cores, 1, 256, "N", "cores each node may use");
     cli::addWholeNumber(p, "--cpu-percent", cpuPercent, 1, 100, "PCT",
                         "share of those cores each node may keep busy (its governor's CPU cap)");
+    cli::addWholeNumber(p, "--memory-cap", memoryCapMiB, 0, int64_t(1) << 30, "MIB",
+                        "resident memory each node process may hold, in MiB (its --memory-cap; 0: no cap); a node "
+                        "holds about 220 MiB before any model and offers the rest for training");
     cli::addWholeNumber(p, "--grace", graceSeconds, 0, 3600, "S",
                         "how long a node away keeps its place (the coordinator's --rejoin-grace-ms; 0: its "
                         "default)");
@@ -136,6 +140,8 @@ int main(int argc, char **argv)
         if (job.empty() || p.count(option) > 0)
             s.coordinatorArgs.insert(s.coordinatorArgs.end(), {option, value});
     s.nodeArgs = {"--max-cores", std::to_string(cores), "--cpu-percent", std::to_string(cpuPercent)};
+    if (memoryCapMiB > 0)
+        s.nodeArgs.insert(s.nodeArgs.end(), {"--memory-cap", std::to_string(memoryCapMiB)});
     if (checkpointSeconds >= 0)
         s.nodeArgs.insert(s.nodeArgs.end(), {"--checkpoint-seconds", std::to_string(checkpointSeconds)});
     s.nodeArgs.insert(s.nodeArgs.end(), {"--peer-compression", peerCompression});

@@ -4,11 +4,23 @@
 #include <fstream>
 #include <thread>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
 namespace rookery::device {
+
+void keepResidentMemoryTight()
+{
+#if defined(__GLIBC__)
+    ::mallopt(M_MMAP_THRESHOLD, 256 * 1024); // fixed: no longer raised as blocks are freed
+    ::mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+    ::mallopt(M_ARENA_MAX, 2);
+#endif
+}
 
 uint64_t residentBytes()
 {

@@ -125,6 +125,8 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
                   "no dataset at " + s.datasetDir.string() + ": a root stage fetches its shards from the coordinator");
     }
     auto checkpoints = std::make_unique<store::CheckpointStore>(s.dataDir / "rookery.db");
+    if (s.governor.memoryCapMiB > 0)
+        device::keepResidentMemoryTight(); // what the cap counts should be what training holds
     const auto profile = device::loadCapabilityProfile(s.dataDir, false);
     // Offered: the memory cap less what this process holds already (program, libraries,
     // the dataset just loaded), so the planner gives it no stage it would stop over.
