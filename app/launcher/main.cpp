@@ -98,7 +98,8 @@ int main(int argc, char **argv)
                  "testing: what node N of --testing-misbehave does: ring-poison (ring chunks scaled by -1e6), "
                  "activation-scale (activations scaled by 1e6), nan-gradients, forged-finished (a 'finished' "
                  "after every 40th activation or gradient), forged-failed (a 'failed' after every 40th), "
-                 "forged-weights (NaN weights replies), claim-capacity (a profile claiming 10^6 GFLOP/s), "
+                 "forged-weights (NaN weights replies), forged-tally (test tallies it did not count), claim-capacity "
+                 "(a profile claiming 10^6 GFLOP/s), "
                  "claim-little-memory (a profile claiming 512 KiB of memory), or several, comma-separated")
         ->type_name("KINDS");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");

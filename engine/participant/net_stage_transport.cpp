@@ -298,6 +298,10 @@ bool NetStageTransport::sendBackward(train::BackwardMessage message)
     if (message.tally)
         tally = net::TestTally{uint64_t(std::max<int64_t>(0, message.tally->samples)),
                                uint64_t(std::max<int64_t>(0, message.tally->correct)), message.tally->lossSum};
+    if (tally && testingMisbehaviour().forgedTally) {
+        ++tally->samples;
+        tally->correct = tally->samples;
+    }
     const bool sent = sendTo(m_previous, net::Gradients{id, 0, std::move(message.gradient), tally});
     if (sent && testingMisbehaviour().forgedFinished && ++m_forgedCount % 40 == 0)
         (void)m_mesh.send(m_previous, net::StageError{uint32_t(m_stage), id, "finished"});

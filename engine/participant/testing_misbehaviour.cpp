@@ -32,6 +32,8 @@ const TestingMisbehaviour &testingMisbehaviour()
                 m.forgedFailed = true;
             else if (word == "forged-weights")
                 m.forgedWeights = true;
+            else if (word == "forged-tally")
+                m.forgedTally = true;
             else if (word == "claim-capacity")
                 m.claimCapacity = true;
             else if (word == "claim-little-memory")
@@ -39,7 +41,7 @@ const TestingMisbehaviour &testingMisbehaviour()
             else
                 throw Error("ROOKERY_TESTING_MISBEHAVE: unknown misbehaviour '" + word +
                             "' (ring-poison, activation-scale, nan-gradients, forged-finished, forged-failed, "
-                            "forged-weights, claim-capacity, claim-little-memory)");
+                            "forged-weights, forged-tally, claim-capacity, claim-little-memory)");
         }
         log::warning("swarm", std::string("ROOKERY_TESTING_MISBEHAVE=") + v +
                                   " (a testing option): this node sends poisoned values on purpose" +
@@ -49,6 +51,7 @@ const TestingMisbehaviour &testingMisbehaviour()
                                   (m.forgedFinished ? "; forged 'finished' messages" : "") +
                                   (m.forgedFailed ? "; forged 'failed' messages" : "") +
                                   (m.forgedWeights ? "; NaN weights replies" : "") +
+                                  (m.forgedTally ? "; test tallies it did not count" : "") +
                                   (m.claimCapacity ? "; a claim of 10^6 GFLOP/s" : "") +
                                   (m.claimLittleMemory ? "; a claim of 512 KiB of memory" : ""));
         return m;

@@ -17,11 +17,13 @@ namespace rookery::participant {
 ///  - forged-failed: after every 40th activation or gradient it sends, a "failed" (its
 ///    stage failed; it did not);
 ///  - forged-weights: every weights reply it sends holds NaN;
+///  - forged-tally: as a last stage, it answers every test batch with a tally of one
+///    sample more than the batch, all right (an accuracy it did not measure);
 ///  - claim-capacity: its profile claims 10^6 GFLOP/s (one thread and all), far more than
 ///    it has;
 ///  - claim-little-memory: its profile claims 512 KiB of memory (kLittleMemoryBytes), so
-///    that of the MLP it can hold only a last stage of the final small layer: a stage
-///    that answers its root's weights requests (a root, even one of the parameter-free
+///    that of the MLP it can hold only a last stage of the final small layer: the stage
+///    that answers its root's test batches (a root, even one of the parameter-free
 ///    Flatten alone, stashes microbatches of 784 floats and needs more).
 struct TestingMisbehaviour
 {
@@ -33,6 +35,7 @@ struct TestingMisbehaviour
     bool forgedFinished = false;
     bool forgedFailed = false;
     bool forgedWeights = false;
+    bool forgedTally = false;
     bool claimCapacity = false;
     bool claimLittleMemory = false;
 };

@@ -26,8 +26,9 @@ class PeerComplaints;
 /// averaging round, at the end of a run); requests are answered from that copy, never
 /// from tensors in use. A request for the whole pipeline travels down stage by stage:
 /// each stage answers it upstream and passes it on, and relays the answers of the
-/// stages below; the root collects them and so holds the whole model (to evaluate it).
-/// A node taking over layers asks a peer that holds them for those by name.
+/// stages below; the root collects them and so holds the whole model (gatherPipeline:
+/// the product's roots no longer do, they test through the pipeline). A node taking
+/// over layers asks a peer that holds them for those by name.
 ///
 /// Replies are checked before use: float32, finite, and each tensor's RMS at most
 /// kMaxWeightRms (weights of a trained network are of order 1). A reply that fails is
@@ -49,6 +50,9 @@ public:
                  std::shared_ptr<PeerComplaints> complaints = {});
 
     void publish(std::vector<NamedTensor> parameters, uint64_t version);
+    /// Drops the snapshot (requests go unanswered until the next publish): call before
+    /// copying the weights for publish(), so that two copies are never held at once.
+    void withdraw();
     bool hasSnapshot() const;
 
     /// Handles WeightsRequest and WeightsReply; ignores other messages.

@@ -216,7 +216,7 @@ struct StageRuntime::Impl
     bool startTest(bool final);
     bool forwardTestBatch(ForwardMessage &out); // false when the gate closed
     void takeTally(const BackwardMessage &b);
-    void endTest(std::string failure);
+    void endTest(std::string failure, bool refused = false);
     bool testLocally(); // a pipeline of one stage; false when the gate closed
     void runFinalTest();
     void handleBackward(const BackwardMessage &in, std::optional<BackwardMessage> &out);
@@ -281,8 +281,9 @@ void StageRuntime::Impl::takeTally(const BackwardMessage &b)
     const EvaluationTally &t = *b.tally;
     if (t.samples != expected || t.correct < 0 || t.correct > t.samples || !std::isfinite(t.lossSum) || t.lossSum < 0)
         return endTest("the last stage answered a test batch of " + std::to_string(expected) + " samples with " +
-                       std::to_string(t.correct) + " of " + std::to_string(t.samples) + " right and a loss of " +
-                       std::to_string(t.lossSum));
+                           std::to_string(t.correct) + " of " + std::to_string(t.samples) + " right and a loss of " +
+                           std::to_string(t.lossSum),
+                       true);
     test.tally.samples += t.samples;
     test.tally.correct += t.correct;
     test.tally.lossSum += t.lossSum;
@@ -290,9 +291,9 @@ void StageRuntime::Impl::takeTally(const BackwardMessage &b)
         endTest({});
 }
 
-void StageRuntime::Impl::endTest(std::string failure)
+void StageRuntime::Impl::endTest(std::string failure, bool refused)
 {
-    EvaluationResult r{test.version, test.final, test.tally, std::move(failure)};
+    EvaluationResult r{test.version, test.final, test.tally, std::move(failure), refused};
     test.active = false;
     test.unanswered.clear();
     testSource.reset();

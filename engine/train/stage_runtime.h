@@ -47,6 +47,7 @@ struct EvaluationResult
     /// Why it did not complete ("" when it did): the pipeline stopped, or the leaf's
     /// answer did not fit the batch. `tally` then holds what came back.
     std::string failure;
+    bool refused = false; ///< the failure is an answer that did not fit its batch
 
     double accuracy() const { return tally.samples > 0 ? double(tally.correct) / double(tally.samples) : 0; }
     double loss() const { return tally.samples > 0 ? tally.lossSum / double(tally.samples) : 0; }

@@ -2,7 +2,7 @@
 // Hostile volunteers in a real swarm: a coordinator and 4 node processes (2 clusters of
 // 2 stages) on loopback, node 1 misbehaving on purpose (ROOKERY_TESTING_MISBEHAVE,
 // through rookery-local-swarm --testing-misbehave): poisoned ring chunks, activations
-// and gradients, forged "finished" and "failed", forged weights replies, a false
+// and gradients, forged "finished" and "failed", forged test tallies, a false
 // capacity claim. Each time the honest nodes refuse what it sends, the coordinator
 // quarantines it, no honest node's loss or checkpointed weights hold a non-finite
 // value, and both clusters reach 85%.
@@ -191,17 +191,18 @@ private Q_SLOTS:
         runWithAHostilePipelineNeighbour(QStringLiteral("forged-failed"), refusal);
     }
 
-    // A hostile later stage forges its weights: node 1 claims 512 KiB of memory (so the
-    // only stage the planner can give it is the last, holding the final 512x10 layer: a
-    // stage its root asks for its weights at every evaluation) and answers every weights
-    // request with NaN. The root's evaluation refuses the reply and blames node 1 (the
-    // peer it asked), the coordinator quarantines it after 3 refusals; the root's own
-    // weights never take the NaN, and both clusters still reach 85%.
-    void aForgedWeightsReplyIsRefusedAndItsSenderQuarantined()
+    // A hostile last stage forges its test results: node 1 claims 512 KiB of memory (so
+    // the only stage the planner can give it is the last, holding the final 512x10
+    // layer: the stage that answers its root's test batches) and answers every one with
+    // a tally of one sample more than the batch, all right. The root refuses the tally
+    // and blames node 1 (its next stage, the tally's only author in a pipeline of two),
+    // the coordinator quarantines it after 3 refusals, and both clusters still reach
+    // 85%, measured by honest stages.
+    void aForgedTestTallyIsRefusedAndItsSenderQuarantined()
     {
         static const QRegularExpression refusal(
-            QStringLiteral("\\[node (\\d)\\] warning swarm: stage \\d+: refused the weights of peer (\\w+) "));
-        runWithAHostilePipelineNeighbour(QStringLiteral("forged-weights,claim-little-memory"), refusal);
+            QStringLiteral("\\[node (\\d)\\] warning swarm: stage \\d+: refused the test tally of peer (\\w+): "));
+        runWithAHostilePipelineNeighbour(QStringLiteral("forged-tally,claim-little-memory"), refusal);
     }
 
     // A volunteer claims 10^6 GFLOP/s (node 1's profile), far more than any machine has:
