@@ -76,13 +76,11 @@ public:
         m_thread.join();
     }
     void training() { m_training = true; }
-    std::vector<uint64_t> peaks() const
+    /// By node name (its --name, "node-3"), the largest resident memory seen.
+    std::map<std::string, uint64_t> peaks() const
     {
         std::lock_guard lock(m_mutex);
-        std::vector<uint64_t> out;
-        for (const auto &[pid, bytes] : m_peak)
-            out.push_back(bytes);
-        return out;
+        return m_peak;
     }
 
 private:
@@ -97,12 +95,16 @@ private:
             const std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
             if (args.find("rookery-node") == std::string::npos || args.find(m_work.string()) == std::string::npos)
                 continue;
+            const std::string nameFlag = std::string("--name") + '\0';
+            const size_t at = args.find(nameFlag);
+            const std::string name =
+                at == std::string::npos ? pid : args.substr(at + nameFlag.size()).c_str(); // up to its NUL
             std::ifstream status(entry.path() / "status");
             for (std::string line; std::getline(status, line);)
                 if (line.rfind("VmRSS:", 0) == 0) {
                     const uint64_t kib = std::strtoull(line.c_str() + 6, nullptr, 10);
                     std::lock_guard lock(m_mutex);
-                    m_peak[pid] = std::max(m_peak[pid], kib << 10);
+                    m_peak[name] = std::max(m_peak[name], kib << 10);
                 }
         }
     }
@@ -285,24 +287,37 @@ void benchJob(const std::string &file, const std::filesystem::path &jobsDir, con
     }
     const int64_t swarmSteps = opts.quick ? (vit ? 10 : 20) : (vit ? 150 : 120);
     bench::SwarmBenchOutcome o;
-    std::vector<uint64_t> peaks;
+    std::map<std::string, uint64_t> peaks;
+    std::map<std::string, std::string> layers; // by node name, from its assignment
     {
         NodeMemorySampler sampler(work);
-        swarm.onLine = [&](const std::string &, const std::string &line) {
+        const std::regex assigned(R"(assignment: training: .*(layers \[\d+,\d+\)))");
+        swarm.onLine = [&](const std::string &who, const std::string &line) {
             if (line.rfind("step ", 0) == 0)
                 sampler.training();
+            std::smatch m;
+            if (std::regex_search(line, m, assigned)) { // "node 3" prints for the process named "node-3"
+                std::string name = who;
+                std::replace(name.begin(), name.end(), ' ', '-');
+                layers[name] = m[1].str();
+            }
         };
         o = bench::runSwarmBench(swarm, swarmSteps, 0, work);
         peaks = sampler.peaks();
     }
     std::filesystem::remove_all(work);
-    std::sort(peaks.begin(), peaks.end());
+    uint64_t largest = 0;
     std::string peakText;
-    for (uint64_t p : peaks)
-        peakText += (peakText.empty() ? "" : ", ") + format::bytes(double(p));
+    for (const auto &[name, bytes] : peaks) {
+        peakText += (peakText.empty() ? "" : ", ") + name + " (" + layers[name] + ") " + format::bytes(double(bytes));
+        largest = std::max(largest, bytes);
+    }
     if (!peaks.empty()) {
         std::printf("  largest resident memory of each node process while training: %s\n", peakText.c_str());
-        report.add(key + "_swarm_peak_node_rss_mib", double(peaks.back()) / double(1 << 20));
+        report.add(key + "_swarm_peak_node_rss_mib", double(largest) / double(1 << 20));
+        if (vit)
+            std::printf("  the largest is %s the nodes' cap of %lld MiB\n",
+                        largest <= uint64_t(kNodeCapMiB) << 20 ? "within" : "OVER", (long long)kNodeCapMiB);
     }
     std::printf("  swarm of %d node processes on loopback: %.1f samples/s (%.2fx one process); loss %.3f -> %.3f; "
                 "final test accuracy %s\n",

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/device/profile_service.h"
 
+#include <algorithm>
+
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/paths.h"
@@ -56,12 +58,16 @@ ProfileLookup cachedOrMeasured(store::ProfileCache &cache, const CapabilityProfi
     return out;
 }
 
-ProfileLookup loadCapabilityProfile(const std::filesystem::path &dataDir, bool remeasure)
+ProfileLookup loadCapabilityProfile(const std::filesystem::path &dataDir, bool remeasure, uint64_t memoryCapBytes)
 {
     ensurePrivateDirectory(dataDir);
     store::ProfileCache cache(dataDir / "rookery.db");
     const CapabilityProfile hardware = readHardwareProfile(dataDir);
-    return cachedOrMeasured(cache, hardware, nowMs(), remeasure, [&] { return measureCapabilityProfile(dataDir); });
+    ProfileOptions options;
+    if (memoryCapBytes > 0) // still far larger than the caches: a cap of 480 MiB copies 60 MiB
+        options.copyBytes = std::max<uint64_t>(uint64_t(1) << 20, std::min(options.copyBytes, memoryCapBytes / 8));
+    return cachedOrMeasured(cache, hardware, nowMs(), remeasure,
+                            [&] { return measureCapabilityProfile(dataDir, options); });
 }
 
 } // namespace rookery::device

@@ -36,7 +36,9 @@ ProfileLookup cachedOrMeasured(store::ProfileCache &cache, const CapabilityProfi
 
 /// The same for this machine: rookery.db in `dataDir`, readHardwareProfile(),
 /// measureCapabilityProfile(), the system clock. Throws rookery::Error for a bad
-/// database or data directory.
-ProfileLookup loadCapabilityProfile(const std::filesystem::path &dataDir, bool remeasure);
+/// database or data directory. With a memory cap (bytes; 0: none) a measurement keeps
+/// its memory copy within an eighth of the cap (its two buffers within a quarter), so
+/// that measuring does not take the process past what its owner allowed.
+ProfileLookup loadCapabilityProfile(const std::filesystem::path &dataDir, bool remeasure, uint64_t memoryCapBytes = 0);
 
 } // namespace rookery::device

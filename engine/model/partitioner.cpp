@@ -86,7 +86,8 @@ public:
         // publishes for peers that take its layers over; a checkpoint's copy of weights
         // and optimizer state while it is written; one stashed weight version per
         // microbatch in flight except at the leaf, whose backward follows its forward at
-        // once; saved activations (the input and what every layer keeps for its
+        // once, and one more while a forward makes a new version and the oldest is still
+        // held; saved activations (the input and what every layer keeps for its
         // backward) per microbatch in flight, one at the leaf. (Measured on the vision
         // transformer's three stages with the allocator keeping memory tight: the leaf
         // held within 3% of the steady part; docs/benchmarks.md, bench_jobs.)
@@ -94,7 +95,7 @@ public:
         const double held = leaf ? 1 : double(m_window);
         const double steady = params * (2 + m_options.optimizerStateCopies) + params;
         const double checkpoint = params * (1 + m_options.optimizerStateCopies);
-        const double bytes = steady + checkpoint + (leaf ? 0 : params * held) +
+        const double bytes = steady + checkpoint + (leaf ? 0 : params * (held + 1)) +
                              held * (inBytes + m_activations[last] - m_activations[first]);
         p.memoryBytes = uint64_t(std::ceil(bytes));
         p.fits = p.memoryBytes <= d.memoryBytes;

@@ -153,7 +153,11 @@ struct AssignedStage::Impl
     void collectAveraging(bool wait); // adds a finished round's change; `wait`: for one in flight
     void applyChanges(const std::vector<RingChange> &changes);
     void takeRingChanges();
-    void publishSnapshot(int64_t version) { relay->publish(runtime->parameters(), uint64_t(version)); }
+    void publishSnapshot(int64_t version)
+    {
+        relay->withdraw(); // the old copy goes before the new one is made: one copy at a time
+        relay->publish(runtime->parameters(), uint64_t(version));
+    }
     void stageMain();
     void settle(const train::StageRunResult &result);
     void finish();
@@ -217,7 +221,11 @@ void AssignedStage::Impl::buildRuntime()
     sc.onFinishing = [this] { finish(); };
     if (as.stage == 0) {
         sc.test = config.test;
-        sc.evaluationBatch = train::evaluationBatch(config.run.model);
+        // A test batch holds no more samples than the training microbatches in flight,
+        // whose memory the plan counts on every stage (a batch of 241 took a capped
+        // transformer stage past its cap), and keeps its largest tensor within 32 MiB.
+        const int64_t inFlight = config.run.microbatch * (as.stages + 1);
+        sc.evaluationBatch = std::min(train::evaluationBatch(config.run.model), std::max<int64_t>(16, inFlight));
         sc.onEvaluated = [this](const train::EvaluationResult &r) { evaluated(r); };
     }
     runtime =
@@ -551,8 +559,10 @@ void AssignedStage::Impl::onUpdate(int64_t version)
         }
         publishSnapshot(version);
     }
+    // Not while the previous one is still being written: two copies of the state at
+    // once would be more than the plan counts.
     if (config.checkpointEvery > 0 && version % config.checkpointEvery == 0 &&
-        Clock::now() - lastCheckpoint >= config.checkpointInterval) {
+        Clock::now() - lastCheckpoint >= config.checkpointInterval && !writer->busy()) {
         lastCheckpoint = Clock::now();
         writer->submit(runtime->state());
     }
@@ -581,6 +591,15 @@ void AssignedStage::Impl::finish()
 
 void AssignedStage::Impl::evaluated(const train::EvaluationResult &r)
 {
+    if (r.refused) {
+        // The tally comes from the last stage; with no stage between, that is the next
+        // one, which alone can be blamed (any stage between may have altered it).
+        const std::string &next = a().next.nodeId;
+        log::warning("swarm", "stage " + std::to_string(a().stage) + ": refused the test tally of peer " +
+                                  next.substr(0, 12) + ": " + r.failure);
+        if (config.complaints && a().stages == 2)
+            config.complaints->refused(next);
+    }
     if (!r.failure.empty()) {
         say(std::string(r.final ? "final " : "") + "evaluation skipped: " + r.failure);
         return;

@@ -56,6 +56,16 @@ void WeightsRelay::publish(std::vector<NamedTensor> parameters, uint64_t version
     m_hasSnapshot = true;
 }
 
+void WeightsRelay::withdraw()
+{
+    std::vector<NamedTensor> old;
+    {
+        std::lock_guard lock(m_mutex);
+        old.swap(m_snapshot);
+        m_hasSnapshot = false;
+    }
+}
+
 bool WeightsRelay::hasSnapshot() const
 {
     std::lock_guard lock(m_mutex);

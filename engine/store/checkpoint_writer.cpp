@@ -38,6 +38,12 @@ void CheckpointWriter::flush()
     m_idle.wait(lock, [this] { return !m_pending && !m_busy; });
 }
 
+bool CheckpointWriter::busy() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_pending.has_value() || m_busy;
+}
+
 int64_t CheckpointWriter::lastSavedStep() const
 {
     std::lock_guard lock(m_mutex);

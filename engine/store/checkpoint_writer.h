@@ -36,6 +36,8 @@ public:
     /// Blocks until everything submitted so far is on disk (or failed).
     void flush();
     int64_t lastSavedStep() const;
+    /// A checkpoint is waiting or being written. Any thread.
+    bool busy() const;
 
 private:
     void run();
