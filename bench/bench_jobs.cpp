@@ -299,7 +299,7 @@ void benchJob(const std::string &file, const std::filesystem::path &jobsDir, con
             if (std::regex_search(line, m, assigned)) { // "node 3" prints for the process named "node-3"
                 std::string name = who;
                 std::replace(name.begin(), name.end(), ' ', '-');
-                layers[name] = m[1].str();
+                layers.emplace(name, m[1].str()); // its first plan: a stage that finished keeps it
             }
         };
         o = bench::runSwarmBench(swarm, swarmSteps, 0, work);
