@@ -39,6 +39,13 @@ EvaluationTally tallyOf(const torch::Tensor &logits, const torch::Tensor &labels
     return t;
 }
 
+void addTally(EvaluationTally &into, const EvaluationTally &t)
+{
+    into.samples += t.samples;
+    into.correct += t.correct;
+    into.lossSum += t.lossSum;
+}
+
 void checkConfig(const StageConfig &c)
 {
     model::validate(c.model);
@@ -284,9 +291,7 @@ void StageRuntime::Impl::takeTally(const BackwardMessage &b)
                            std::to_string(t.correct) + " of " + std::to_string(t.samples) + " right and a loss of " +
                            std::to_string(t.lossSum),
                        true);
-    test.tally.samples += t.samples;
-    test.tally.correct += t.correct;
-    test.tally.lossSum += t.lossSum;
+    addTally(test.tally, t);
     if (test.unanswered.empty() && test.next >= test.end)
         endTest({});
 }
@@ -308,10 +313,7 @@ bool StageRuntime::Impl::testLocally()
         const bool ok = step(id, false, [&] {
             const int64_t n = std::min(config.evaluationBatch, test.end - test.next);
             Batch batch = testSource->slice(test.next, n);
-            const EvaluationTally t = tallyOf(compute.infer(batch.images), batch.labels);
-            test.tally.samples += t.samples;
-            test.tally.correct += t.correct;
-            test.tally.lossSum += t.lossSum;
+            addTally(test.tally, tallyOf(compute.infer(batch.images), batch.labels));
             test.next += n;
         });
         if (!ok) {
