@@ -9,7 +9,8 @@ CapabilityProfile offeredProfile(CapabilityProfile p, const GovernorSettings &ca
 {
     if (caps.memoryCapMiB > 0) {
         const uint64_t cap = uint64_t(caps.memoryCapMiB) << 20;
-        p.ramAvailableBytes = std::min<uint64_t>(p.ramAvailableBytes, cap > residentBytes ? cap - residentBytes : 0);
+        const uint64_t held = residentBytes + kTrainingAllowanceBytes;
+        p.ramAvailableBytes = std::min<uint64_t>(p.ramAvailableBytes, cap > held ? cap - held : 0);
     }
     for (auto &gpu : p.gpus)
         gpu.gflops = 0;

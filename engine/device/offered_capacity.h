@@ -8,10 +8,19 @@
 
 namespace rookery::device {
 
+/// What training takes beside the memory the planner counts (the model, its optimizer
+/// state, activations, stashes, copies): LibTorch's and OpenBLAS's code pages, touched
+/// first when training starts, and the allocator arena of the training threads. Measured
+/// on 2026-12-06 with the transformer job on seven nodes: 35-50 MiB per node process
+/// (file-backed pages 105 -> 121 MiB, a second glibc arena of 20-28 MiB). A capped node
+/// keeps it out of what it offers, so the planner's figure plus this stays under the cap.
+inline constexpr uint64_t kTrainingAllowanceBytes = uint64_t(64) << 20;
+
 /// What a volunteer offers the swarm: its measured profile, with available memory
 /// limited to what its memory cap leaves beside the `residentBytes` this process holds
 /// already (the cap is on the whole process's resident memory, and the program, its
-/// libraries and the dataset take a couple of hundred MiB before any model does). The CPU caps (cores, CPU share) are not applied yet:
+/// libraries and the dataset take a couple of hundred MiB before any model does) and
+/// beside kTrainingAllowanceBytes. The CPU caps (cores, CPU share) are not applied yet:
 /// scaled claims made the planner cut stages of nothing but the parameter-free Flatten
 /// on this machine (it still assumes 12.5 MB/s links), so the CPU figures stay as
 /// measured. GPUs are listed but offer no GFLOP/s: stages

@@ -135,7 +135,8 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
     const auto offered = device::offeredProfile(profile.profile, s.governor, resident);
     if (s.governor.memoryCapMiB > 0)
         log::info("node", "memory cap " + format::bytes(double(uint64_t(s.governor.memoryCapMiB) << 20)) +
-                              ": this process holds " + format::bytes(double(resident)) + " already, so " +
+                              ": this process holds " + format::bytes(double(resident)) + " already and keeps " +
+                              format::bytes(double(device::kTrainingAllowanceBytes)) + " for training's own use, so " +
                               format::bytes(double(offered.ramAvailableBytes)) + " is offered for training");
     // Without --port, the port of the last run when it is still free: a node that
     // restarts keeps its address, so its neighbours' links simply reconnect.

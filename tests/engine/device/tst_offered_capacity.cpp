@@ -43,7 +43,7 @@ private Q_SLOTS:
         caps.whenActive.cpuPercent = 50;
         caps.memoryCapMiB = 1024;
         const auto p = device::offeredProfile(measured(), caps);
-        QCOMPARE(p.ramAvailableBytes, uint64_t(1) << 30);
+        QCOMPARE(p.ramAvailableBytes, (uint64_t(1) << 30) - device::kTrainingAllowanceBytes);
         // Not yet: scaled claims skewed plans (offered_capacity.h).
         QCOMPARE(p.gflopsAllThreads, 240.0);
         QCOMPARE(p.gflopsOneThread, 20.0);
@@ -52,13 +52,17 @@ private Q_SLOTS:
         QCOMPARE(device::offeredProfile(measured(), caps).ramAvailableBytes, uint64_t(8) << 30);
     }
 
-    // The cap is on the whole process: what the process holds already is not offered.
+    // The cap is on the whole process: what the process holds already, and what training
+    // takes beside the planned memory, are not offered.
     void theMemoryCapLessWhatTheProcessHoldsIsOffered()
     {
+        QCOMPARE(device::kTrainingAllowanceBytes, uint64_t(64) << 20);
         GovernorSettings caps;
         caps.memoryCapMiB = 512;
         const uint64_t resident = uint64_t(220) << 20;
-        QCOMPARE(device::offeredProfile(measured(), caps, resident).ramAvailableBytes, uint64_t(292) << 20);
+        QCOMPARE(device::offeredProfile(measured(), caps, resident).ramAvailableBytes, uint64_t(512 - 220 - 64) << 20);
+        caps.memoryCapMiB = 250; // above what it holds, but not above that and the allowance
+        QCOMPARE(device::offeredProfile(measured(), caps, resident).ramAvailableBytes, uint64_t(0));
         caps.memoryCapMiB = 200; // less than it holds: nothing to offer
         QCOMPARE(device::offeredProfile(measured(), caps, resident).ramAvailableBytes, uint64_t(0));
         caps.memoryCapMiB = 0; // no cap: what the machine has available
