@@ -298,8 +298,11 @@ SwarmScore scoreOf(const std::vector<double> &speeds)
 // that fits its members. So after the search, this moves and swaps members between the
 // slowest working cluster and the fastest (or idle) others, scored by the real cuts,
 // while the swarm's speed (clusters x slowest) rises, or fewer clusters share the slowest.
+// With `keepSizes` (the operator fixed the cluster size) it only swaps: on fast links a
+// move could leave one volunteer alone and put three in the other cluster, where the
+// operator asked for two and two.
 std::vector<int> balanceWithPipelines(const PlanModel &m, const std::vector<PlanVolunteer> &v, const ModelDemand &d,
-                                      std::vector<int> clusterOf)
+                                      std::vector<int> clusterOf, bool keepSizes)
 {
     PipelineSpeeds speedOf(m, v, d);
     auto members = membersByCluster(clusterOf);
@@ -368,7 +371,7 @@ std::vector<int> balanceWithPipelines(const PlanModel &m, const std::vector<Plan
                 }
             };
             for (size_t a = 0; a < md.size(); ++a) {
-                if (int(ms.size()) < d.maxStages) {
+                if (!keepSizes && int(ms.size()) < d.maxStages) {
                     auto ns = ms, nd = md;
                     ns.push_back(md[a]);
                     nd.erase(nd.begin() + long(a));
@@ -405,7 +408,9 @@ SwarmPlan planSwarm(const PlanModel &m, const std::vector<PlanVolunteer> &v, con
         capacities.push_back(x.capacity);
     const ModelDemand demand = demandOf(m);
     const Clustering searched = formClusters(capacities, demand, options);
-    return completePlan(m, v, evaluate(capacities, balanceWithPipelines(m, v, demand, searched.clusterOf), demand));
+    return completePlan(
+        m, v,
+        evaluate(capacities, balanceWithPipelines(m, v, demand, searched.clusterOf, options.clusterSize > 0), demand));
 }
 
 } // namespace rookery::swarm

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <random>
 
 #include "engine/common/error.h"
 #include "engine/model/model_zoo.h"
@@ -57,6 +58,28 @@ private Q_SLOTS:
         for (const auto &r : plan.rings)
             QCOMPARE(r.members.size(), size_t(2));
         QVERIFY(plan.predictedSamplesPerSecond > 0);
+    }
+
+    // The operator fixed the cluster size: the balancing after the search swaps members
+    // but never moves one. Four alike volunteers on fast links (their measured uploads,
+    // 42-143 MB/s), where moving one into the other cluster scores higher: without the
+    // rule the plan was one cluster of one and one of three (a Flatten-only root among
+    // them), where the operator asked for two and two.
+    void aFixedClusterSizeIsKept()
+    {
+        const auto memory = int64_t(4e9);
+        const std::vector<PlanVolunteer> v{{"node-0", {57.4377, memory, 1.06299e8}},
+                                           {"node-1", {57.5007, memory, 7.36446e7}},
+                                           {"node-2", {46.8249, memory, 4.19818e7}},
+                                           {"node-3", {53.9973, memory, 1.43541e8}}};
+        FormationOptions fixed{1};
+        fixed.clusterSize = 2;
+        const SwarmPlan plan = planSwarm(mlp(), v, fixed);
+        QCOMPARE(plan.clustering.clusterCount(), 2);
+        for (const auto &members : membersByCluster(plan.clustering.clusterOf))
+            QCOMPARE(members.size(), size_t(2));
+        for (const auto &p : plan.pipelines)
+            QCOMPARE(p.stages.size(), size_t(2));
     }
 
     void differentCutsMakeMoreRings()
