@@ -2,6 +2,7 @@
 #include "engine/coord/coordinator_client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include "engine/net/certificate_authority.h"
 #include "engine/net/dialer.h"
 #include "engine/net/net_context_impl.h"
+#include "engine/net/upload_probe.h"
 
 namespace rookery::coord {
 namespace asio = boost::asio;
@@ -55,6 +57,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
         , timer(strand)
         , retryTimer(strand)
         , renewTimer(strand)
+        , probeTimer(strand)
         , config(std::move(c))
         , identity(std::move(id))
         , events(std::move(e))
@@ -129,26 +132,104 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     {
         if (!isCurrent(l, serial))
             return l->close("replaced by a newer connection");
-        net::Register r;
+        uint64_t gen;
         {
             std::lock_guard lock(mutex);
             connected = true;
             registered = false;
-            ++generation;
+            gen = ++generation;
+        }
+        notify(&CoordinatorClientEvents::connection, true);
+        if (config.measureUpload && startUploadProbe(l, gen))
+            return; // registers when the probe is done
+        sendRegistration(l, gen);
+    }
+
+    // The upload figure a registration carries: what was measured or known, within the cap.
+    double registeredUpload() const
+    {
+        const double measured = measuredUpload.load();
+        const double known = measured > 0 ? measured : config.uploadBytesPerSecond;
+        const double cap = config.uploadCapBytesPerSecond;
+        if (cap > 0)
+            return known > 0 ? std::min(known, cap) : cap;
+        return known;
+    }
+
+    // Starts measuring the upload on `l` unless it was measured (or tried) before: false
+    // then, and the caller registers at once.
+    bool startUploadProbe(const std::shared_ptr<net::Link> &l, uint64_t gen)
+    {
+        std::lock_guard probeLock(probeMutex);
+        if (uploadProbed)
+            return false;
+        uploadProbed = true;
+        uint64_t base = 0;
+        RAND_bytes(reinterpret_cast<unsigned char *>(&base), sizeof base);
+        base |= uint64_t(1) << 63; // clear of the link's own small ping nonces
+        std::weak_ptr<net::Link> weak = l;
+        probe = std::make_unique<net::UploadProbe>(
+            [weak](const net::Ping &p) {
+                auto link = weak.lock();
+                return link && link->send(p) == net::SendResult::Queued;
+            },
+            base);
+        probeLink = l;
+        probe->start(Clock::now());
+        if (probe->done()) { // could not even send: register without a figure
+            asio::post(strand, [self = shared_from_this(), gen] { self->finishUploadProbe(gen); });
+            return true;
+        }
+        probeTimer.expires_after(config.uploadProbeTimeout);
+        probeTimer.async_wait([self = shared_from_this(), gen](boost::system::error_code ec) {
+            if (!ec)
+                self->finishUploadProbe(gen);
+        });
+        return true;
+    }
+
+    // The probe is done, or out of time: registers on the link it ran on, if that is
+    // still the current one.
+    void finishUploadProbe(uint64_t gen)
+    {
+        std::shared_ptr<net::Link> l;
+        std::string account;
+        {
+            std::lock_guard probeLock(probeMutex);
+            if (!probe)
+                return;
+            measuredUpload = probe->done() ? probe->bytesPerSecond() : 0;
+            account = probe->done() ? probe->describe() : "not measured: no answer within the probe's time";
+            probe.reset();
+            l = std::exchange(probeLink, nullptr);
+        }
+        probeTimer.cancel();
+        log::debug(kArea, "upload to the coordinator: " + account);
+        notify(&CoordinatorClientEvents::uploadMeasured, measuredUpload.load(), account);
+        if (l)
+            sendRegistration(l, gen);
+    }
+
+    void sendRegistration(const std::shared_ptr<net::Link> &l, uint64_t gen)
+    {
+        net::Register r;
+        {
+            std::lock_guard lock(mutex);
+            if (gen != generation || !connected)
+                return; // the link went meanwhile: its successor registers
             r = {config.name,
                  config.listenAddress,
                  config.profileJson,
                  randomNonce(),
                  nowMs(),
                  std::string("rookery ") + kVersion,
-                 config.uploadBytesPerSecond,
+                 registeredUpload(),
                  identity.publicKeyPem(),
                  config.relayPort,
                  config.address.invite};
         }
         if (l->send(r) != net::SendResult::Queued)
             log::warning(kArea, "could not queue the registration on " + l->describe());
-        notify(&CoordinatorClientEvents::connection, true);
     }
 
     void onMessage(const std::shared_ptr<net::Link> &l, net::Message &&m, uint64_t serial)
@@ -161,6 +242,24 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
             return onAssignment(fromWire(update->assignment));
         if (auto *ack = std::get_if<net::HeartbeatAck>(&m))
             return onAck(*ack);
+        if (auto *pong = std::get_if<net::Pong>(&m)) {
+            bool finished = false;
+            uint64_t gen = 0;
+            {
+                std::lock_guard probeLock(probeMutex);
+                if (!probe || !probe->pong(pong->nonce, Clock::now()))
+                    return; // not the probe's: nothing to do with it
+                finished = probe->done();
+            }
+            if (finished) {
+                {
+                    std::lock_guard lock(mutex);
+                    gen = generation;
+                }
+                asio::post(strand, [self = shared_from_this(), gen] { self->finishUploadProbe(gen); });
+            }
+            return;
+        }
         if (auto *err = std::get_if<net::CoordinatorError>(&m)) {
             if (err->code == net::CoordinatorErrorCode::Limited)
                 return waitForRoom(l, err->reason);
@@ -424,6 +523,7 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     asio::steady_timer timer;
     asio::steady_timer retryTimer;       ///< after the coordinator asked to wait (Limited)
     asio::steady_timer renewTimer;       ///< registers again before this node's certificate expires
+    asio::steady_timer probeTimer;       ///< the upload probe's time limit
     std::shared_ptr<net::Link> renewing; ///< the link a renewal replaces, until the new one registers
     const CoordinatorClientConfig config;
     const net::Identity identity;
@@ -449,6 +549,12 @@ struct CoordinatorClient::Impl : std::enable_shared_from_this<CoordinatorClient:
     uint64_t seq = 0;
     std::deque<std::pair<uint64_t, Clock::time_point>> inflight;
     CoordinatorClientStats stats;
+
+    std::mutex probeMutex; ///< the upload probe's; never held while taking `mutex`
+    std::unique_ptr<net::UploadProbe> probe;
+    std::shared_ptr<net::Link> probeLink;  ///< the link it runs on, which registers when it is done
+    bool uploadProbed = false;             ///< once per client
+    std::atomic<double> measuredUpload{0}; ///< bytes/s; 0: not measured
 };
 
 CoordinatorClient::CoordinatorClient(net::NetContext &context, CoordinatorClientConfig config, net::Identity identity,
@@ -542,6 +648,7 @@ void CoordinatorClient::stop()
         impl->timer.cancel();
         impl->retryTimer.cancel();
         impl->renewTimer.cancel();
+        impl->probeTimer.cancel();
     });
     if (l) {
         l->close("the node stopped");

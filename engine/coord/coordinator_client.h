@@ -25,7 +25,15 @@ struct CoordinatorClientConfig
     /// ":7402") means "the address my coordinator link comes from".
     std::string listenAddress;
     std::string profileJson;         ///< device::toJson(CapabilityProfile)
-    double uploadBytesPerSecond = 0; ///< measured upload; 0 = unknown (the coordinator assumes a default)
+    double uploadBytesPerSecond = 0; ///< upload known already; 0 = unknown (the coordinator assumes a default)
+    /// Measure the upload to the coordinator (net::UploadProbe, padded pings on the new
+    /// link, about 2 MiB on a fast link) before the first registration, and register with
+    /// that figure. Once per client: a reconnection registers with the same figure.
+    bool measureUpload = false;
+    /// The volunteer's upload cap (bytes/s; 0: none): the registered upload is never
+    /// above it, and is it when nothing was measured.
+    double uploadCapBytesPerSecond = 0;
+    std::chrono::milliseconds uploadProbeTimeout{15'000}; ///< registers without a figure after this
     /// This node runs a relay for other volunteers on this port (it opted in, and the
     /// coordinator may send pairs to it while it can be dialled); 0: none.
     uint16_t relayPort = 0;
@@ -64,6 +72,9 @@ struct CoordinatorClientEvents
     std::function<void(const net::BanList &)> banned;
     /// A piece of a dataset file, or a refusal, answering requestData().
     std::function<void(const net::DataPiece &)> dataPiece;
+    /// The upload to the coordinator was measured (config.measureUpload): bytes/s (0 when
+    /// it could not be) and the probe's account ("4.2 MB/s (1.9 MiB in 0.46 s, ...)").
+    std::function<void(double, const std::string &)> uploadMeasured;
 };
 
 /// Counters for status displays and benchmarks.

@@ -58,9 +58,16 @@ struct HelloAck
     bool operator==(const HelloAck &) const = default;
 };
 
+/// The most padding a Ping carries: within a coordinator's 64 KiB limit on what a node
+/// sends it.
+inline constexpr size_t kMaxPingPaddingBytes = 60u << 10;
+
+/// Answered by the link itself with a Pong of the same nonce. `padding` is never read:
+/// padded pings measure upload (UploadProbe).
 struct Ping
 {
     uint64_t nonce = 0;
+    std::string padding; ///< at most kMaxPingPaddingBytes
     bool operator==(const Ping &) const = default;
 };
 

@@ -157,7 +157,7 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
             h.software()};
     }
     case E::kPing:
-        return Ping{env.ping().nonce()};
+        return Ping{env.ping().nonce(), env.ping().padding()};
     case E::kPong:
         return Pong{env.pong().nonce()};
     case E::kGoodbye:

@@ -106,7 +106,12 @@ struct ToEnvelope
         h->set_compression(toWire(m.compression));
         h->set_software(m.software);
     }
-    void operator()(const Ping &m) { env.mutable_ping()->set_nonce(m.nonce); }
+    void operator()(const Ping &m)
+    {
+        env.mutable_ping()->set_nonce(m.nonce);
+        if (!m.padding.empty())
+            env.mutable_ping()->set_padding(m.padding);
+    }
     void operator()(const Pong &m) { env.mutable_pong()->set_nonce(m.nonce); }
     void operator()(const Goodbye &m)
     {

@@ -135,6 +135,11 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
     }
     case E::kCoordinatorError:
         return checkStrings({{"reason", &env.coordinator_error().reason()}}, limits);
+    case E::kPing:
+        if (env.ping().padding().size() > kMaxPingPaddingBytes)
+            return "a ping's padding of " + std::to_string(env.ping().padding().size()) +
+                   " bytes is over the limit of " + std::to_string(kMaxPingPaddingBytes);
+        return {};
     case E::kBanList:
         return checkList("banned node ids", env.ban_list().node_ids(), limits);
     case E::kDataRequest:

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "engine/common/error.h"
+#include "engine/common/format.h"
 #include "engine/device/governor.h"
 #include "engine/net/host_port.h"
 #include "engine/net/tcp_listen.h"
@@ -56,6 +57,13 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
         d.wake.notify_all();
     };
     ce.dataPiece = [fetcher = m_fetcher.get()](const net::DataPiece &p) { fetcher->onPiece(p); };
+    const int64_t capKiBps = m_node.settings.governor.whenActive.uploadKiBps;
+    ce.uploadMeasured = [&d, capKiBps](double, const std::string &account) {
+        d.say("upload to the coordinator: " + account +
+              (capKiBps > 0 ? "; the planner is told at most this node's upload cap, " +
+                                  format::bytes(double(capKiBps) * 1024) + "/s"
+                            : std::string()));
+    };
     ce.banned = [&d](const net::BanList &b) {
         std::lock_guard lock(d.mutex);
         d.banned = b.nodeIds;
@@ -98,6 +106,11 @@ void NodeRun::join()
         cc.listenAddress = m_routerPort->advertised(cc.listenAddress);
     }
     cc.profileJson = m_prepared.profileJson;
+    // What the planner is told of this node's upload: measured on the coordinator's link
+    // before registering, never above the volunteer's upload cap.
+    cc.measureUpload = true;
+    const auto &caps = s.governor.whenActive;
+    cc.uploadCapBytesPerSecond = caps.uploadKiBps > 0 ? double(caps.uploadKiBps) * 1024 : 0;
     if (s.relayPort)
         cc.relayPort = startRelay();
     // Before the client, whose events it takes: the cache of dataset shards fetched.

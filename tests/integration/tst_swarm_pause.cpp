@@ -122,11 +122,15 @@ private Q_SLOTS:
         QCOMPARE(post(work / "node-1", "/v1/pause"), 200);
         const auto tp = Clock::now();
         // Its heartbeats say "paused"; the coordinator takes its cluster out of the rings
-        // and every node of the swarm takes the new rings without stopping its stage.
+        // and every node of the swarm takes the new rings without stopping its stage. A
+        // stage with no parameters (a cut that gives one node only the Flatten, which the
+        // planner makes when links are fast and that node measured slow) sits in no ring
+        // and has nothing to say.
         QVERIFY2(run.waitFor(
                      [&] {
                          for (int i = 1; i <= 4; ++i)
-                             if (run.output.indexOf(
+                             if (nodes[i].assignment.stageParameters > 0 &&
+                                 run.output.indexOf(
                                      QStringLiteral("[node %1] rings changed: averaging with no other cluster for now")
                                          .arg(i),
                                      pausedAt) < 0)

@@ -96,6 +96,9 @@ struct TestNode
     std::vector<net::RelayGrant> grants;
     std::vector<net::RelayExpect> expects; ///< pairs its relay is told to expect
     std::vector<net::BanList> banLists;    ///< the coordinator's ban lists, as they came
+    bool measureUpload = false;            ///< measure the upload before registering (as nodes do)
+    double uploadCap = 0;                  ///< the volunteer's upload cap, bytes/s; 0: none
+    std::vector<double> uploadsMeasured;   ///< what the client's probe measured
 
     // The client goes first: its callbacks write to the members above, and the
     // coordinator may push an assignment to it while it is being torn down.
@@ -122,7 +125,9 @@ struct TestNode
         c.listenAddress =
             listenAddress.empty() ? "0.0.0.0:" + std::to_string(7500 + (identity.nodeId()[0] % 100)) : listenAddress;
         c.profileJson = profile.empty() ? profileJson(gflops, memory) : profile;
-        c.uploadBytesPerSecond = 100e6;
+        c.uploadBytesPerSecond = measureUpload ? 0 : 100e6;
+        c.measureUpload = measureUpload;
+        c.uploadCapBytesPerSecond = uploadCap;
         c.relayPort = relayPort;
         c.initialBackoff = std::chrono::milliseconds(50);
         c.maxBackoff = std::chrono::milliseconds(400);
@@ -137,6 +142,10 @@ struct TestNode
         e.relayGranted = recordInto(grants);
         e.relayExpected = recordInto(expects);
         e.banned = recordInto(banLists);
+        e.uploadMeasured = [this](double bytesPerSecond, const std::string &) {
+            std::lock_guard lock(mutex);
+            uploadsMeasured.push_back(bytesPerSecond);
+        };
         client = std::make_unique<coord::CoordinatorClient>(net, c, identity, e);
         client->start();
     }

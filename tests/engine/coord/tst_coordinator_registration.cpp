@@ -6,7 +6,10 @@
 
 #include <QTemporaryDir>
 
+#include <map>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include <openssl/x509.h>
 
@@ -162,6 +165,37 @@ private Q_SLOTS:
         QVERIFY(n.client->stats().lastRoundTrip.count() > 0);
         QVERIFY(m_coordinator->counters().heartbeats >= 3);
         QVERIFY(n.lastError().empty());
+    }
+
+    // A node measures its upload on the coordinator's link before it registers (padded
+    // pings, which the coordinator's link answers itself), and the planner gets that
+    // figure, within the volunteer's upload cap.
+    void theMeasuredUploadWithinItsCapIsWhatThePlannerGets()
+    {
+        test::TestNode free, capped;
+        free.measureUpload = capped.measureUpload = true;
+        capped.uploadCap = 250e3; // 250 kB/s: far below what loopback measures
+        free.start(*m_net, address(), 50, bigEnough());
+        capped.start(*m_net, address(), 50, bigEnough());
+        QVERIFY(test::eventually([&] { return free.registrationCount() == 1 && capped.registrationCount() == 1; }));
+        auto measured = [](test::TestNode &n) {
+            std::lock_guard lock(n.mutex);
+            return n.uploadsMeasured;
+        };
+        QCOMPARE(measured(free).size(), size_t(1));
+        QCOMPARE(measured(capped).size(), size_t(1));
+        // Loopback through TLS: tens of MB/s at the very least, on any machine.
+        QVERIFY2(measured(free)[0] > 10e6, std::to_string(measured(free)[0]).c_str());
+        const auto status = nlohmann::json::parse(m_coordinator->statusJson());
+        std::map<std::string, nlohmann::json> byId;
+        for (const auto &n : status.at("nodes"))
+            byId[n.at("id").get<std::string>()] = n;
+        const auto &f = byId.at(free.identity.nodeId());
+        QCOMPARE(f.at("upload_assumed").get<bool>(), false);
+        QCOMPARE(f.at("upload_bytes_per_second").get<double>(), measured(free)[0]);
+        const auto &c = byId.at(capped.identity.nodeId());
+        QCOMPARE(c.at("upload_assumed").get<bool>(), false);
+        QCOMPARE(c.at("upload_bytes_per_second").get<double>(), 250e3);
     }
 
     void issuedCertificatesWorkBetweenPeersAndForgedOnesAreRefused()

@@ -163,7 +163,7 @@ private Q_SLOTS:
                 QVERIFY2(test::sameMessage(samples[i], got[i]), messageName(samples[i]).data());
         }
         // Ping is answered by the link itself; the Pong comes back to the sender.
-        QCOMPARE(p->client->send(Ping{77}), SendResult::Queued);
+        QCOMPARE(p->client->send(Ping{77, {}}), SendResult::Queued);
         QVERIFY(test::waitUntil([&] { return p->clientLog.messageCount() == 1; }));
         QCOMPARE(std::get<Pong>(p->clientLog.takeMessages()[0]).nonce, uint64_t(77));
         // Goodbye carries the reason of a graceful close.
@@ -172,7 +172,7 @@ private Q_SLOTS:
         QVERIFY2(p->clientLog.lastClose().reason.find("stage reassigned") != std::string::npos,
                  p->clientLog.lastClose().reason.c_str());
         QVERIFY(p->clientLog.lastClose().clean);
-        QCOMPARE(p->client->send(Ping{1}), SendResult::NotOpen);
+        QCOMPARE(p->client->send(Ping{1, {}}), SendResult::NotOpen);
     }
 
     void receivedTensorsPointIntoTheFrame()
@@ -280,7 +280,7 @@ private Q_SLOTS:
     void messageBeforeHelloIsRefused()
     {
         auto r = rawPeer(config("server"), false);
-        r->ws->write(asio::buffer(bytesOf(Ping{1})));
+        r->ws->write(asio::buffer(bytesOf(Ping{1, {}})));
         QVERIFY(readUntilClosed(*r->ws).find("Ping before the Hello exchange") != std::string::npos);
     }
 
@@ -343,7 +343,7 @@ private Q_SLOTS:
         c.upload = std::make_shared<TokenBucket>(64 << 10, 1024); // slow answers
         auto r = rawPeer(c);
         QVERIFY(test::waitUntil([&] { return r->log.openedCount() == 1; }));
-        const Bytes ping = bytesOf(Ping{5});
+        const Bytes ping = bytesOf(Ping{5, {}});
         size_t maxQueued = 0;
         for (int i = 0; i < 5000; ++i) {
             r->ws->write(asio::buffer(ping));
@@ -382,7 +382,7 @@ private Q_SLOTS:
             QVERIFY(test::waitUntil([&] { return clientLog.openedCount() == 1 || clientLog.closedCount() == 1; }));
             if (clientLog.openedCount() == 1) // still alive: a send makes the Nth operation fail
                 for (int i = 0; i < 5 && clientLog.closedCount() == 0; ++i)
-                    (void)client->send(Ping{uint64_t(i)});
+                    (void)client->send(Ping{uint64_t(i), {}});
             QVERIFY2(test::waitUntil([&] { return clientLog.closedCount() == 1; }), std::to_string(n).c_str());
             server->close("done");
             QVERIFY(test::waitUntil([&] { return serverLog.closedCount() == 1; }));

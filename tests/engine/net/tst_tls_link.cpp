@@ -17,6 +17,7 @@
 #include "engine/net/identity.h"
 #include "engine/net/listener.h"
 #include "engine/net/tls_context.h"
+#include "engine/net/upload_probe.h"
 #include "engine/net/wire.pb.h"
 #include "tests/engine/net/allocation_probe.h"
 #include "tests/engine/net/link_test_support.h"
@@ -67,7 +68,8 @@ public:
         m_ws.next_layer().handshake(asio::ssl::stream_base::client);
         m_ws.handshake("127.0.0.1", "/rookery");
         m_ws.binary(true);
-        m_ws.write(asio::buffer(bytesOf(Hello{kOldestProtocolVersion, kProtocolVersion, nodeId, NodeRole::Node, {}, Compression::None, "raw"})));
+        m_ws.write(asio::buffer(bytesOf(
+            Hello{kOldestProtocolVersion, kProtocolVersion, nodeId, NodeRole::Node, {}, Compression::None, "raw"})));
         beast::flat_buffer ack;
         m_ws.read(ack);
     }
@@ -130,7 +132,7 @@ class TestTlsLink : public QObject
     void checkGoodLink()
     {
         const size_t before = m_goodLog->messageCount();
-        QCOMPARE(m_good->send(Ping{42}), SendResult::Queued);
+        QCOMPARE(m_good->send(Ping{42, {}}), SendResult::Queued);
         QVERIFY(test::waitUntil([&] { return m_goodLog->messageCount() == before + 1; }));
         QVERIFY(m_good->isOpen());
     }
@@ -446,6 +448,51 @@ private Q_SLOTS:
             l->close();
     }
 
+    // The upload probe on a real link whose upload is capped at 2 MiB/s: padded pings,
+    // answered by the far side's link, time the cap (the first burst is quick, so the
+    // second, 1.9 MiB, is the measure).
+    void theUploadProbeMeasuresACappedLink()
+    {
+        auto d = dialConfig(m_clientNode, m_clientNode.credentials(m_ca));
+        d.link.upload = std::make_shared<TokenBucket>(2 << 20, 64 << 10);
+        std::mutex mutex;
+        std::unique_ptr<UploadProbe> probe;
+        std::shared_ptr<Link> opened;
+        LinkEvents e;
+        e.opened = [&](const std::shared_ptr<Link> &l) {
+            std::lock_guard lock(mutex);
+            opened = l;
+        };
+        e.message = [&](const std::shared_ptr<Link> &, Message &&m) {
+            std::lock_guard lock(mutex);
+            if (auto *pong = std::get_if<Pong>(&m); pong && probe)
+                probe->pong(pong->nonce, UploadProbe::Clock::now());
+        };
+        auto link = dial(*m_net, d, e);
+        QVERIFY(test::waitUntil([&] {
+            std::lock_guard lock(mutex);
+            return opened != nullptr;
+        }));
+        {
+            std::lock_guard lock(mutex);
+            probe =
+                std::make_unique<UploadProbe>([&](const Ping &p) { return link->send(p) == SendResult::Queued; }, 1000);
+            probe->start(UploadProbe::Clock::now());
+        }
+        QVERIFY(test::waitUntil(
+            [&] {
+                std::lock_guard lock(mutex);
+                return probe->done();
+            },
+            20s));
+        std::lock_guard lock(mutex);
+        const double cap = double(2 << 20);
+        QVERIFY2(probe->bytesPerSecond() > 0.7 * cap && probe->bytesPerSecond() < 1.4 * cap, probe->describe().c_str());
+        QVERIFY2(probe->describe().find("1.9 MiB") != std::string::npos, probe->describe().c_str());
+        qInfo("capped at 2.0 MiB/s, measured %s", probe->describe().c_str());
+        link->close();
+    }
+
     void reconnectsWithBackoffUntilTheServerIsBack()
     {
         const uint16_t port = m_listener->port();
@@ -470,7 +517,7 @@ private Q_SLOTS:
         lc.link = linkConfig(m_serverNode);
         m_listener = std::make_unique<Listener>(*m_net, lc, m_serverLog->events());
         QVERIFY(test::waitUntil([&] { return log->openedCount() == 1; }));
-        QCOMPARE(link->send(Ping{1}), SendResult::Queued);
+        QCOMPARE(link->send(Ping{1, {}}), SendResult::Queued);
         QVERIFY(test::waitUntil([&] { return log->messageCount() == 1; }));
         // Hand the good link's role over to this one for cleanup().
         m_good = link;
@@ -503,7 +550,7 @@ private Q_SLOTS:
         QCOMPARE(log->openedCount(), 0);
         expired.setCredentials(m_serverNode.credentials(m_ca)); // renewed
         QVERIFY(test::waitUntil([&] { return log->openedCount() == 1; }));
-        QCOMPARE(link->send(Ping{1}), SendResult::Queued);
+        QCOMPARE(link->send(Ping{1, {}}), SendResult::Queued);
         QVERIFY(test::waitUntil([&] { return log->messageCount() == 1; }));
         link->close();
         QVERIFY(test::waitUntil([&] { return serverLog->closedCount() >= 1; }));

@@ -237,7 +237,7 @@ private Q_SLOTS:
             QTest::newRow(name) << QByteArray(reinterpret_cast<const char *>(f.data()), qsizetype(f.size())) << e
                                 << QString(mentions);
         };
-        Bytes trailing = encoded(Ping{1});
+        Bytes trailing = encoded(Ping{1, {}});
         trailing.push_back(0);
         row("trailing byte", trailing, WireError::TrailingBytes, "only");
         row("header length 4 GiB", {0xff, 0xff, 0xff, 0xff, 1, 2, 3}, WireError::HeaderTooLarge, "4294967295");
@@ -273,6 +273,9 @@ private Q_SLOTS:
         for (int i = 0; i < 5000; ++i)
             manyTensors.mutable_weights_reply()->add_tensors()->mutable_tensor()->set_dtype(wire::UINT8);
         row("too many tensors", frameOf(manyTensors), WireError::LimitExceeded, "tensors");
+        wire::Envelope paddedPing;
+        paddedPing.mutable_ping()->set_padding(std::string(net::kMaxPingPaddingBytes + 1, '\0'));
+        row("ping padded over 60 KiB", frameOf(paddedPing), WireError::LimitExceeded, "padding of 61441 bytes");
         Bytes badCrc = encoded(test::sampleMessages()[7]); // Gradients: one tensor, a 4-byte trailer
         badCrc[badCrc.size() - 5] ^= 1;
         row("bad checksum", badCrc, WireError::BadChecksum, "CRC-32C");

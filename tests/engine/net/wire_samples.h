@@ -40,7 +40,7 @@ inline std::vector<net::Message> sampleMessages()
     std::vector<Message> m;
     m.push_back(Hello{1, 3, "ab12", NodeRole::Node, {"compress-fp16", "compress-bf16"}, Compression::Bf16, "t"});
     m.push_back(HelloAck{2, "cd34", NodeRole::Coordinator, {"compress-fp16"}, Compression::Fp16, "t"});
-    m.push_back(Ping{0xfeedfacecafebeefull});
+    m.push_back(Ping{0xfeedfacecafebeefull, std::string(300, 'p')}); // padded: an upload probe's
     m.push_back(Pong{42});
     m.push_back(Goodbye{GoodbyeCode::ShuttingDown, "node is shutting down"});
     m.push_back(Activations{7, 3, floatTensor({5, 13}, 1.5f), labelTensor(5)});
