@@ -33,7 +33,9 @@ struct CoordinatorClientConfig
     /// The volunteer's upload cap (bytes/s; 0: none): the registered upload is never
     /// above it, and is it when nothing was measured.
     double uploadCapBytesPerSecond = 0;
-    std::chrono::milliseconds uploadProbeTimeout{15'000}; ///< registers without a figure after this
+    /// The probe's time: then it registers with what part of the burst measured, or none.
+    /// Well within the 10 s a coordinator waits for a new link's Register.
+    std::chrono::milliseconds uploadProbeTimeout{6'000};
     /// This node runs a relay for other volunteers on this port (it opted in, and the
     /// coordinator may send pairs to it while it can be dialled); 0: none.
     uint16_t relayPort = 0;

@@ -36,6 +36,7 @@ void UploadProbe::sendBurst(int count, Clock::time_point now)
     const std::string padding(m_settings.paddingBytes, '\0');
     m_phase = Phase::Burst;
     m_burst = count;
+    m_answered = 0;
     ++m_bursts;
     m_sent = now;
     for (int i = 0; i < count; ++i) {
@@ -52,7 +53,13 @@ bool UploadProbe::pong(uint64_t nonce, Clock::time_point now)
 {
     if (nonce < m_base || nonce >= m_next)
         return false;
-    if (nonce != m_lastOfBurst || m_phase == Phase::Done || m_phase == Phase::Idle)
+    if (m_phase == Phase::Done || m_phase == Phase::Idle)
+        return true;
+    if (m_phase == Phase::Burst) {
+        ++m_answered;
+        m_lastAnswer = now;
+    }
+    if (nonce != m_lastOfBurst)
         return true;
     const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(now - m_sent);
     if (m_phase == Phase::RoundTrip) {
@@ -60,18 +67,36 @@ bool UploadProbe::pong(uint64_t nonce, Clock::time_point now)
         sendBurst(m_settings.firstBurst, now);
         return true;
     }
-    // The burst's last Pong: its bytes went up in the time less one round trip (its
-    // last ping's trip out and its Pong's back), never less than half the time.
-    const double seconds = std::chrono::duration<double>(elapsed).count();
-    const double transfer = std::max(seconds - std::chrono::duration<double>(m_rtt).count(), seconds / 2);
-    m_burstSeconds = transfer;
-    m_rate = transfer > 0 ? double(m_burst) * double(m_settings.paddingBytes) / transfer : 0;
+    timeBurst(m_burst, now);
     if (m_bursts == 1 && m_settings.secondBurst > 0 &&
-        transfer < std::chrono::duration<double>(m_settings.quickBurst).count())
+        m_burstSeconds < std::chrono::duration<double>(m_settings.quickBurst).count())
         sendBurst(m_settings.secondBurst, now);
     else
         m_phase = Phase::Done;
     return true;
+}
+
+// The pings' bytes went up in the time to their last Pong less one round trip (the last
+// one's trip out and its Pong's back), never less than half the time.
+void UploadProbe::timeBurst(int answered, Clock::time_point at)
+{
+    const double seconds = std::chrono::duration<double>(at - m_sent).count();
+    const double transfer = std::max(seconds - std::chrono::duration<double>(m_rtt).count(), seconds / 2);
+    m_burstSeconds = transfer;
+    m_timedPings = answered;
+    m_rate = transfer > 0 ? double(answered) * double(m_settings.paddingBytes) / transfer : 0;
+}
+
+void UploadProbe::finishEarly()
+{
+    if (m_phase == Phase::Done)
+        return;
+    // In the second burst the first one's figure stands.
+    if (m_phase == Phase::Burst && m_bursts == 1 && m_answered > 0)
+        timeBurst(m_answered, m_lastAnswer);
+    if (m_rate <= 0 && m_failure.empty())
+        m_failure = "no answer to the probe within its time";
+    m_phase = Phase::Done;
 }
 
 std::string UploadProbe::describe() const
@@ -81,7 +106,8 @@ std::string UploadProbe::describe() const
     char timing[64];
     std::snprintf(timing, sizeof timing, " in %.3f s, round trip %.1f ms)", m_burstSeconds,
                   double(m_rtt.count()) / 1000.0);
-    return format::bytes(m_rate) + "/s (" + format::bytes(double(m_burst) * double(m_settings.paddingBytes)) + timing;
+    return format::bytes(m_rate) + "/s (" + format::bytes(double(m_timedPings) * double(m_settings.paddingBytes)) +
+           timing;
 }
 
 } // namespace rookery::net

@@ -46,6 +46,10 @@ public:
     /// A Pong arrived: true when it was one of this probe's (the caller then ignores it).
     bool pong(uint64_t nonce, Clock::time_point now);
 
+    /// Out of time: ends the probe, timing the first burst by the Pongs it has had so far
+    /// (a slow uplink still gets a figure, from part of the burst). No-op once done.
+    void finishEarly();
+
     bool done() const { return m_phase == Phase::Done; }
     /// Bytes per second of the last burst timed; 0 before one completes, or when a send failed.
     double bytesPerSecond() const { return m_rate; }
@@ -56,19 +60,23 @@ public:
 private:
     enum class Phase { Idle, RoundTrip, Burst, Done };
     void sendBurst(int count, Clock::time_point now);
+    void timeBurst(int answered, Clock::time_point at); ///< the rate from `answered` pings' Pongs by `at`
 
     Send m_send;
     UploadProbeSettings m_settings;
     uint64_t m_base;
     uint64_t m_next; ///< the next nonce to send
     uint64_t m_lastOfBurst = 0;
-    int m_burst = 0; ///< pings in the burst in flight
+    int m_burst = 0;    ///< pings in the burst in flight
+    int m_answered = 0; ///< of them, answered so far
+    Clock::time_point m_lastAnswer{};
     int m_bursts = 0;
     Phase m_phase = Phase::Idle;
     Clock::time_point m_sent{};
     std::chrono::microseconds m_rtt{0};
     double m_rate = 0;
     double m_burstSeconds = 0;
+    int m_timedPings = 0; ///< the pings the rate counts
     std::string m_failure;
 };
 

@@ -45,11 +45,17 @@ struct ModelLink
         pongs.emplace_back(wireFree + rtt, p.nonce);
         return true;
     }
-    // Delivers every Pong in order, advancing the clock, until the probe is done.
-    void run(UploadProbe &probe)
+    // Delivers every Pong in order, advancing the clock, until the probe is done or, with
+    // a `limit`, until the next Pong would come after it (then the probe is cut short).
+    void run(UploadProbe &probe, Clock::duration limit = Clock::duration::max())
     {
+        const auto start = now;
         probe.start(now);
         while (!pongs.empty() && !probe.done()) {
+            if (pongs.front().first - start > limit) {
+                probe.finishEarly();
+                return;
+            }
             const auto [at, nonce] = pongs.front();
             pongs.pop_front();
             now = at;
@@ -91,6 +97,26 @@ private Q_SLOTS:
         QCOMPARE(link.padded, 4 + 32);
         QVERIFY2(std::abs(probe.bytesPerSecond() - 10e6) < 10.0, probe.describe().c_str());
         QVERIFY(probe.describe().find("1.9 MiB") != std::string::npos);
+    }
+
+    // 50 kB/s (a poor uplink): the first burst would take 4.9 s, and the probe's time
+    // ends at 2 s with one padded ping answered (at 1.25 s). That ping's bytes over its
+    // time less the round trip are still the link's rate.
+    void aProbeCutShortIsTimedByTheAnswersItHad()
+    {
+        ModelLink link{50e3, 20ms};
+        UploadProbe probe([&](const Ping &p) { return link.send(p); }, 1000);
+        link.run(probe, 2s);
+        QVERIFY(probe.done());
+        QVERIFY2(std::abs(probe.bytesPerSecond() - 50e3) < 0.1, probe.describe().c_str());
+        QVERIFY(probe.describe().find("60.0 KiB") != std::string::npos);
+        // Cut before any padded ping is answered: no figure, and it says so.
+        ModelLink slower{50e3, 20ms};
+        UploadProbe none([&](const Ping &p) { return slower.send(p); }, 1000);
+        slower.run(none, 1s);
+        QVERIFY(none.done());
+        QCOMPARE(none.bytesPerSecond(), 0.0);
+        QVERIFY(none.describe().find("no answer") != std::string::npos);
     }
 
     // Pongs of other pings (the link's own, another probe's) are not the probe's.
