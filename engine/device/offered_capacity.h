@@ -22,7 +22,8 @@ inline constexpr uint64_t kTrainingAllowanceBytes = uint64_t(64) << 20;
 /// libraries and the dataset take a couple of hundred MiB before any model does) and
 /// beside kTrainingAllowanceBytes. The CPU caps (cores, CPU share) are not applied yet:
 /// scaled claims made the planner cut stages of nothing but the parameter-free Flatten
-/// on this machine (it still assumes 12.5 MB/s links), so the CPU figures stay as
+/// on this machine (when it assumed 12.5 MB/s links; nodes measure their upload since
+/// 2026-12-06, and scaling has not been tried again), so the CPU figures stay as
 /// measured. GPUs are listed but offer no GFLOP/s: stages
 /// train on the CPU (engine/train), and the coordinator plans with a GPU's figure
 /// where one is given. The coordinator plans with these figures, and checks them
