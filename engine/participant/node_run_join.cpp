@@ -16,6 +16,17 @@ namespace rookery::participant {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// The volunteer's upload cap while active, in bytes/s (0: none): the most the planner is
+// told of this node's upload.
+double uploadCapBytesPerSecond(const device::GovernorSettings &g)
+{
+    return g.whenActive.uploadKiBps > 0 ? double(g.whenActive.uploadKiBps) * 1024 : 0;
+}
+
+} // namespace
+
 coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
 {
     coord::CoordinatorClientEvents ce;
@@ -57,12 +68,11 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
         d.wake.notify_all();
     };
     ce.dataPiece = [fetcher = m_fetcher.get()](const net::DataPiece &p) { fetcher->onPiece(p); };
-    const int64_t capKiBps = m_node.settings.governor.whenActive.uploadKiBps;
-    ce.uploadMeasured = [&d, capKiBps](double, const std::string &account) {
+    const double cap = uploadCapBytesPerSecond(m_node.settings.governor);
+    ce.uploadMeasured = [&d, cap](double, const std::string &account) {
         d.say("upload to the coordinator: " + account +
-              (capKiBps > 0 ? "; the planner is told at most this node's upload cap, " +
-                                  format::bytes(double(capKiBps) * 1024) + "/s"
-                            : std::string()));
+              (cap > 0 ? "; the planner is told at most this node's upload cap, " + format::bytes(cap) + "/s"
+                       : std::string()));
     };
     ce.banned = [&d](const net::BanList &b) {
         std::lock_guard lock(d.mutex);
@@ -109,8 +119,7 @@ void NodeRun::join()
     // What the planner is told of this node's upload: measured on the coordinator's link
     // before registering, never above the volunteer's upload cap.
     cc.measureUpload = true;
-    const auto &caps = s.governor.whenActive;
-    cc.uploadCapBytesPerSecond = caps.uploadKiBps > 0 ? double(caps.uploadKiBps) * 1024 : 0;
+    cc.uploadCapBytesPerSecond = uploadCapBytesPerSecond(s.governor);
     if (s.relayPort)
         cc.relayPort = startRelay();
     // Before the client, whose events it takes: the cache of dataset shards fetched.
