@@ -22,6 +22,14 @@ void keepResidentMemoryTight()
 #endif
 }
 
+void keepFreedMemoryForReuse()
+{
+#if defined(__GLIBC__)
+    ::mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024); // glibc's largest; fixed from here on
+    ::mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+#endif
+}
+
 uint64_t residentBytes()
 {
     std::ifstream in("/proc/self/statm");

@@ -127,6 +127,8 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
     auto checkpoints = std::make_unique<store::CheckpointStore>(s.dataDir / "rookery.db");
     if (s.governor.memoryCapMiB > 0)
         device::keepResidentMemoryTight(); // what the cap counts should be what training holds
+    else
+        device::keepFreedMemoryForReuse(); // averaging rounds reuse their buffers' pages
     const auto profile =
         device::loadCapabilityProfile(s.dataDir, false, uint64_t(std::max<int64_t>(0, s.governor.memoryCapMiB)) << 20);
     // Offered: the memory cap less what this process holds already (program, libraries,
