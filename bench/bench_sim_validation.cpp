@@ -18,18 +18,26 @@
 // processes training at once; n = 1, 2, 4) give what one process trains beside n - 1
 // others, turned into the GFLOP/s at which the simulator's lone stage trains as fast.
 // Each case's volunteers get the figure for its number of processes, times their CPU
-// cap. Links: 0.47 GB/s and 0.2 ms on loopback (bench_transport's TLS link), or the
-// WAN emulation's 50 Mbit/s and 50 ms. Nothing is fitted to the cases themselves.
+// cap. The links come from bench_transport, run first in this run: its TLS link's
+// rate and its small message's round trip on loopback (or the WAN emulation's
+// 50 Mbit/s and 50 ms), and what a message and a byte cost in CPU at each end (half of
+// its both-ends figures), turned into FLOP-equivalents at the lone process's GFLOP/s so
+// that they slow down with the compute when processes share the cores. Nothing is
+// fitted to the cases themselves.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "bench/support/bench_report.h"
 #include "bench/support/swarm_bench_run.h"
@@ -41,8 +49,39 @@ using namespace rookery;
 
 namespace {
 
-constexpr double kLoopbackBytesPerSecond = 0.47e9; // bench_transport's TLS link
-constexpr double kLoopbackRttSeconds = 0.0002;
+// What bench_transport measured of our TLS link on loopback, in this run.
+struct LinkFigures
+{
+    double bytesPerSecond = 0;
+    double rttSeconds = 0;
+    double cpuSecondsPerMessage = 0; ///< at each end
+    double cpuSecondsPerByte = 0;    ///< at each end
+};
+
+LinkFigures measureLink(const std::filesystem::path &work)
+{
+    const auto program = std::filesystem::canonical("/proc/self/exe").parent_path() / "bench_transport";
+    const auto json = work.string() + "-transport.json";
+    const std::string command = program.string() + " --quick --json " + json + " > /dev/null";
+    std::printf("  measuring the link: %s\n", command.c_str());
+    std::fflush(stdout);
+    if (std::system(command.c_str()) != 0)
+        throw Error("bench_transport failed (" + command + ")");
+    std::ifstream in(json);
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    std::filesystem::remove(json);
+    if (j.is_discarded() || !j.contains("measured") || !j.contains("p50_us") || !j.contains("link_cpu_ns_per_byte") ||
+        !j.contains("link_cpu_us_per_message"))
+        throw Error("bench_transport wrote no usable figures to " + json);
+    LinkFigures f;
+    f.bytesPerSecond = j.at("measured").get<double>() * 1e9;
+    f.rttSeconds = j.at("p50_us").get<double>() * 1e-6;
+    f.cpuSecondsPerByte = j.at("link_cpu_ns_per_byte").get<double>() * 1e-9 / 2;
+    f.cpuSecondsPerMessage = j.at("link_cpu_us_per_message").get<double>() * 1e-6 / 2;
+    if (!(f.bytesPerSecond > 0) || !(f.rttSeconds > 0))
+        throw Error("bench_transport measured no rate or round trip");
+    return f;
+}
 
 struct Case
 {
@@ -53,18 +92,22 @@ struct Case
 
 // The simulator's steady rate for the case: every volunteer online throughout, the
 // plan made once, and the clusters' rates (averaging included) summed at the end.
-double predict(const Case &c, const std::map<int, double> &gflopsByProcesses, double loopbackBytesPerSecond)
+// `loneGflops` converts the transport's CPU seconds into FLOP-equivalents.
+double predict(const Case &c, const std::map<int, double> &gflopsByProcesses, const LinkFigures &link,
+               double loneGflops)
 {
     sim::Population population;
     const bool wan = c.spec.rttMs > 0;
     population.network.regions = {"this machine"};
-    population.network.rttSeconds = {{wan ? c.spec.rttMs / 1000.0 : kLoopbackRttSeconds}};
+    population.network.rttSeconds = {{wan ? c.spec.rttMs / 1000.0 : link.rttSeconds}};
+    population.network.transportFlopsPerMessage = link.cpuSecondsPerMessage * loneGflops * 1e9;
+    population.network.transportFlopsPerByte = link.cpuSecondsPerByte * loneGflops * 1e9;
     const double hours = 0.05;
     const double gflops = gflopsByProcesses.at(c.spec.nodes);
     for (int i = 0; i < c.spec.nodes; ++i) {
         sim::Volunteer v;
         v.gflops = gflops * (i == 1 ? c.cpuCapOfNode2 : 1);
-        v.upBytesPerSecond = v.downBytesPerSecond = wan ? c.spec.rateMbit * 1e6 / 8 : loopbackBytesPerSecond;
+        v.upBytesPerSecond = v.downBytesPerSecond = wan ? c.spec.rateMbit * 1e6 / 8 : link.bytesPerSecond;
         v.sessions = {{0, hours * 3600}};
         population.volunteers.push_back(v);
     }
@@ -118,8 +161,16 @@ int main(int argc, char **argv)
         // contention for cores, caches and memory), turned into the GFLOP/s at which the
         // simulator's lone stage trains as fast. The cases below then get the figure for
         // their own number of processes.
-        const double unit = predict({"unit", spec(1, 1)}, std::map<int, double>{{1, 1.0}},
-                                    kLoopbackBytesPerSecond); // samples/s at 1 GFLOP/s
+        const LinkFigures link = measureLink(work);
+        std::printf("  link: %.2f GB/s, round trip %.1f us; CPU at each end %.1f us per message, %.2f ns per byte\n",
+                    link.bytesPerSecond / 1e9, link.rttSeconds * 1e6, link.cpuSecondsPerMessage * 1e6,
+                    link.cpuSecondsPerByte * 1e9);
+        report.add("link_gbps", link.bytesPerSecond / 1e9);
+        report.add("link_rtt_us", link.rttSeconds * 1e6);
+        report.add("link_cpu_us_per_message_each_end", link.cpuSecondsPerMessage * 1e6);
+        report.add("link_cpu_ns_per_byte_each_end", link.cpuSecondsPerByte * 1e9);
+        const double unit = predict({"unit", spec(1, 1)}, std::map<int, double>{{1, 1.0}}, link,
+                                    0); // samples/s at 1 GFLOP/s
         if (!(unit > 0))
             throw Error("the simulator predicts nothing for one node of 1 GFLOP/s");
         std::map<int, double> gflops; // by processes at once
@@ -146,7 +197,7 @@ int main(int argc, char **argv)
         std::string worst;
         for (const Case &c : cases) {
             const double real = runReal(c);
-            const double predicted = predict(c, gflops, kLoopbackBytesPerSecond);
+            const double predicted = predict(c, gflops, link, gflops.at(1));
             const double error = std::abs(predicted - real) / real;
             std::printf("  %-22s real %8s samples/s, predicted %8s, error %5.1f%%\n", c.name.c_str(),
                         format::count(int64_t(real)).c_str(), format::count(int64_t(predicted)).c_str(), error * 100);

@@ -2,7 +2,9 @@
 // bench_transport: bulk tensor throughput over our TLS WebSocket links against the same
 // bytes over a bare TLS stream (same TLS settings and cipher, no WebSocket framing, no
 // codec, no queues: key `ratio`) and over plain TCP (`ratio_vs_tcp`); and the round
-// trip of a small message (`p50_us`, `p99_us`). One process, loopback; each end of a
+// trip of a small message (`p50_us`, `p99_us`) and what a message and a byte cost in CPU,
+// both ends together (`link_cpu_us_per_message`, `link_cpu_ns_per_byte`: inputs of
+// bench_sim_validation's transport model). One process, loopback; each end of a
 // link has its own network thread, as two processes would.
 //
 // The bare TLS stream runs twice, with the same TLS context as our links: blocking, one
@@ -257,11 +259,17 @@ int main(int argc, char **argv)
     report.add("ratio_16mib", large.link() / large.bestBare());
     report.add("ratio_vs_tcp_16mib", large.link() / large.tcp);
 
+    const double cpuBeforePings = cpuSeconds();
     const auto rtts = measureRoundTrips(p, pings);
+    // Every round trip is two messages, each sent by one end and received by the other;
+    // the 256 bytes are a fraction of a microsecond at the bulk rate above.
+    const double cpuPerMessageUs = (cpuSeconds() - cpuBeforePings) * 1e6 / (2.0 * (pings + 200));
     const auto bareRtts = bench::bareTlsRoundTrips(serverCreds, clientCreds, 256 + 80, pings);
     std::printf(
         "256-byte tensor round trip: p50 %.1f us, p99 %.1f us (bare TLS, same bytes: p50 %.1f us, p99 %.1f us)\n",
         percentile(rtts, 0.5), percentile(rtts, 0.99), percentile(bareRtts, 0.5), percentile(bareRtts, 0.99));
+    std::printf("  CPU per small message, both ends together: %.1f us\n", cpuPerMessageUs);
+    report.add("link_cpu_us_per_message", cpuPerMessageUs);
     report.add("p50_us", percentile(rtts, 0.5));
     report.add("p99_us", percentile(rtts, 0.99));
     report.add("bare_tls_p50_us", percentile(bareRtts, 0.5));

@@ -154,6 +154,10 @@ Population populationFromJson(const std::string &text)
         }
         p.network.relayBytesPerSecond = j.value("relay_mbit", p.network.relayBytesPerSecond / kMbit) * kMbit;
         p.network.relayExtraRttSeconds = j.value("relay_extra_rtt_ms", p.network.relayExtraRttSeconds * 1000) / 1000;
+        p.network.transportFlopsPerMessage = j.value("transport_flops_per_message", 0.0);
+        p.network.transportFlopsPerByte = j.value("transport_flops_per_byte", 0.0);
+        if (!(p.network.transportFlopsPerMessage >= 0) || !(p.network.transportFlopsPerByte >= 0))
+            throw Error("population: transport_flops_per_message and transport_flops_per_byte must be 0 or more");
         for (const auto &e : j.at("volunteers")) {
             Volunteer v;
             v.gflops = e.at("gflops").get<double>();
@@ -195,6 +199,8 @@ std::string toJson(const Population &p)
     j["rtt_ms"] = rtt;
     j["relay_mbit"] = p.network.relayBytesPerSecond / kMbit;
     j["relay_extra_rtt_ms"] = p.network.relayExtraRttSeconds * 1000;
+    j["transport_flops_per_message"] = p.network.transportFlopsPerMessage;
+    j["transport_flops_per_byte"] = p.network.transportFlopsPerByte;
     auto vs = nlohmann::json::array();
     for (const auto &v : p.volunteers) {
         nlohmann::json e{{"gflops", v.gflops},

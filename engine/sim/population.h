@@ -37,6 +37,14 @@ struct Network
     std::vector<std::vector<double>> rttSeconds{{0.02}}; ///< [from][to], symmetric
     double relayBytesPerSecond = 2.5e6;                  ///< a relayed link carries at most this
     double relayExtraRttSeconds = 0.05;                  ///< and takes this much longer
+    /// What our transport costs each end of a link in CPU (framing, checksums, TLS,
+    /// copies, the system calls), in FLOP-equivalents so that a slower volunteer pays
+    /// more: per message and per byte, charged to the node's compute. 0: not modelled.
+    /// Next to a residential link's wire time it is small (1.5 ns per byte for both
+    /// ends on this machine, against 160 ns per byte at 50 Mbit/s); on loopback it is
+    /// what sending costs. bench_sim_validation measures it (bench_transport).
+    double transportFlopsPerMessage = 0;
+    double transportFlopsPerByte = 0;
 };
 
 struct Population

@@ -22,6 +22,23 @@ double pipelineMicrobatchesPerSecond(const std::vector<double> &stageSeconds, do
 
 double ringBytesPerMember(int members, double bytes) { return members < 2 ? 0 : 2.0 * (members - 1) / members * bytes; }
 
+double transportSeconds(const Network &network, double messages, double bytes, double gflops)
+{
+    const double work = messages * network.transportFlopsPerMessage + bytes * network.transportFlopsPerByte;
+    if (work <= 0)
+        return 0;
+    if (!(gflops > 0))
+        throw Error("sim: the transport's cost needs a positive GFLOP/s");
+    return work / (gflops * 1e9);
+}
+
+double ringTransportSeconds(const Network &network, int members, double bytes, double gflops)
+{
+    if (members < 2)
+        return 0;
+    return transportSeconds(network, 4.0 * (members - 1), 2 * ringBytesPerMember(members, bytes), gflops);
+}
+
 double ringAllReduceSeconds(int members, double bytes, double bytesPerSecond, double rttSeconds)
 {
     if (members < 2)
@@ -58,25 +75,39 @@ PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const mo
     PipelineTiming t;
     t.window = options.inFlight > 0 ? options.inFlight : int(n) + 1;
     double rtt = 0;
+    // Whether stage s sends gradients back: only when layers before it train something.
+    const auto sendsGradients = [&](size_t s) {
+        for (size_t j = 0; s > 0 && j < partition.stages[s].firstLayer; ++j)
+            if (costs[j].parameters > 0)
+                return true;
+        return false;
+    };
     for (size_t s = 0; s < n; ++s) {
         const auto &p = partition.stages[s];
-        bool parametersBefore = false;
-        for (size_t j = 0; j < p.firstLayer; ++j)
-            parametersBefore = parametersBefore || costs[j].parameters > 0;
         double seconds = p.computeSeconds;
+        double messages = 0, bytes = 0; // in and out, for the transport's CPU
         if (s + 1 < n) {
             const double out = double(costs[p.lastLayer - 1].activationBytes + options.labelBytes);
             seconds += out / linkBytesPerSecond(*stages[s], *stages[s + 1], network);
             rtt += linkRttSeconds(*stages[s], *stages[s + 1], network);
             t.bytesPerMicrobatch += out;
+            messages += 1, bytes += out;
+            if (sendsGradients(s + 1))
+                messages += 1, bytes += double(costs[p.lastLayer - 1].activationBytes);
         }
-        if (s > 0 && parametersBefore) {
+        if (s > 0) {
             const double in = double(costs[p.firstLayer - 1].activationBytes);
-            seconds += in / linkBytesPerSecond(*stages[s], *stages[s - 1], network);
-            t.bytesPerMicrobatch += in;
+            messages += 1, bytes += in + double(options.labelBytes);
+            if (sendsGradients(s)) {
+                seconds += in / linkBytesPerSecond(*stages[s], *stages[s - 1], network);
+                t.bytesPerMicrobatch += in;
+                messages += 1, bytes += in;
+            }
         }
+        const double transport = transportSeconds(network, messages, bytes, stages[s]->gflops);
         t.computeSeconds.push_back(p.computeSeconds);
-        t.stageSeconds.push_back(seconds);
+        t.transportSeconds.push_back(transport);
+        t.stageSeconds.push_back(seconds + transport);
     }
     const double stageSum = std::accumulate(t.stageSeconds.begin(), t.stageSeconds.end(), 0.0);
     t.latencySeconds = stageSum + rtt;

@@ -13,10 +13,11 @@ namespace rookery::sim {
 /// What one pipeline does per microbatch, stage by stage.
 struct PipelineTiming
 {
-    std::vector<double> computeSeconds; ///< forward + backward, from the partitioner's cost model
-    std::vector<double> stageSeconds;   ///< compute + the stage's own uploads
-    double latencySeconds = 0;          ///< one microbatch's round trip: all stages + all link RTTs
-    int window = 1;                     ///< microbatches in flight at the root
+    std::vector<double> computeSeconds;   ///< forward + backward, from the partitioner's cost model
+    std::vector<double> transportSeconds; ///< the transport's CPU for the stage's messages in and out
+    std::vector<double> stageSeconds;     ///< compute + transport + the stage's own uploads
+    double latencySeconds = 0;            ///< one microbatch's round trip: all stages + all link RTTs
+    int window = 1;                       ///< microbatches in flight at the root
     double microbatchesPerSecond = 0;
     double bytesPerMicrobatch = 0; ///< activations forward and gradients backward, all boundaries
 };
@@ -37,6 +38,14 @@ double ringAllReduceSeconds(int members, double bytes, double bytesPerSecond, do
 /// Bytes each member of a ring sends in one averaging round.
 double ringBytesPerMember(int members, double bytes);
 
+/// What `messages` messages of `bytes` in all cost one end in CPU, in seconds on a
+/// volunteer of `gflops` (Network::transportFlopsPerMessage and ...PerByte).
+double transportSeconds(const Network &network, double messages, double bytes, double gflops);
+
+/// The transport's CPU for one member of a ring in one round: it sends and receives
+/// 2(n-1) chunks each way, ringBytesPerMember(n, bytes) each way in all.
+double ringTransportSeconds(const Network &network, int members, double bytes, double gflops);
+
 /// A link from one volunteer to another: the sender's upload or the receiver's
 /// download, whichever is slower, capped by the relay when either side is relayed.
 double linkBytesPerSecond(const Volunteer &from, const Volunteer &to, const Network &network);
@@ -44,7 +53,8 @@ double linkRttSeconds(const Volunteer &from, const Volunteer &to, const Network 
 
 /// Times a cluster's pipeline: compute from the partitioner's stage plans (the cost
 /// model on the node's GFLOP/s), transfers of the activations forward and gradients
-/// backward over each link (the partitioner's byte rule), and the window of in-flight
+/// backward over each link (the partitioner's byte rule), the transport's CPU at each
+/// end of those messages (transportSeconds), and the window of in-flight
 /// microbatches: options.inFlight when set, else the root's own rule
 /// (train::pipelineWindow: enough to cover one microbatch's trip, from stages + 1 up to
 /// `maxWindow`).

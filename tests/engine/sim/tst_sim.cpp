@@ -217,6 +217,52 @@ private Q_SLOTS:
                  pipelineMicrobatchesPerSecond(t.stageSeconds, net.rttSeconds[0][0], t.window));
     }
 
+    void theTransportsCpuIsChargedToEachEndOfAMessage()
+    {
+        const TwoMlpStages m(1e6);
+        const auto &[costs, options, partition, a, b] = m;
+        Network free, costly;
+        costly.transportFlopsPerMessage = 1e6;
+        costly.transportFlopsPerByte = 10;
+        const auto before = timePipeline(costs, options, partition, {&a, &b}, free);
+        const auto after = timePipeline(costs, options, partition, {&a, &b}, costly);
+        // Each stage has two messages: the root sends activations with the labels and
+        // gets their gradient back; the leaf gets the activations and labels and sends
+        // the gradient (the root trains something). Both at 50 GFLOP/s.
+        const size_t cut = partition.stages[0].lastLayer;
+        const double activation = double(costs[cut - 1].activationBytes), labels = double(options.labelBytes);
+        QVERIFY(activation > 0 && labels > 0);
+        const double expected = (2 * 1e6 + 10 * (2 * activation + labels)) / 50e9;
+        for (int s : {0, 1}) {
+            QCOMPARE(before.transportSeconds[size_t(s)], 0.0);
+            QCOMPARE(after.transportSeconds[size_t(s)], expected);
+            QCOMPARE(after.stageSeconds[size_t(s)], before.stageSeconds[size_t(s)] + expected);
+        }
+        QCOMPARE(after.bytesPerMicrobatch, before.bytesPerMicrobatch); // the wire carries the same
+        QVERIFY(after.microbatchesPerSecond < before.microbatchesPerSecond);
+
+        // A ring of four, 8 MB each: 6 chunks out and 6 in, 12 MB each way.
+        QCOMPARE(ringTransportSeconds(costly, 4, 8e6, 50), (12 * 1e6 + 10 * 24e6) / 50e9);
+        QCOMPARE(ringTransportSeconds(costly, 1, 8e6, 50), 0.0);
+        QCOMPARE(ringTransportSeconds(free, 4, 8e6, 50), 0.0);
+
+        // A population file carries both figures; a negative one is refused by name.
+        const std::string volunteer =
+            R"("volunteers": [{"gflops": 50, "memory_gib": 4, "up_mbit": 20, "down_mbit": 100}])";
+        const Population p = populationFromJson(R"({"transport_flops_per_message": 1000000,
+                                                    "transport_flops_per_byte": 10, )" +
+                                                volunteer + "}");
+        QCOMPARE(p.network.transportFlopsPerMessage, 1e6);
+        QCOMPARE(p.network.transportFlopsPerByte, 10.0);
+        QCOMPARE(populationFromJson(toJson(p)).network.transportFlopsPerByte, 10.0);
+        try {
+            populationFromJson(R"({"transport_flops_per_byte": -1, )" + volunteer + "}");
+            QFAIL("a negative transport cost was accepted");
+        } catch (const Error &e) {
+            QVERIFY2(std::string(e.what()).find("transport_flops_per_byte") != std::string::npos, e.what());
+        }
+    }
+
     void theWindowGrowsWithTheRoundTripAsTheRootsDoes()
     {
         TwoMlpStages m(1e9);
