@@ -81,7 +81,7 @@ public:
         p.lastLayer = last;
         p.computeSeconds = (m_flops[last] - m_flops[first]) / (d.gflops * 1e9);
         p.transferSeconds = std::isinf(d.linkBytesPerSecond) ? 0 : upload / d.linkBytesPerSecond;
-        p.seconds = p.computeSeconds + p.transferSeconds;
+        p.seconds = std::max(p.computeSeconds, p.transferSeconds); // overlapped (StagePlan::seconds)
         // Weights, gradients and optimizer state; the copy of the weights a stage
         // publishes for peers that take its layers over; a checkpoint's copy of weights
         // and optimizer state while it is written; one stashed weight version per

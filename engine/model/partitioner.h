@@ -42,7 +42,10 @@ struct StagePlan
     size_t lastLayer = 0;
     double computeSeconds = 0;  ///< forward + backward
     double transferSeconds = 0; ///< uploads: output activations (+ labels) and input gradient
-    double seconds = 0;         ///< compute + transfer
+    /// The slower of compute and transfer: a node's network thread uploads one
+    /// microbatch while its stage thread computes the next, so the stage keeps pace
+    /// with whichever of the two is slower.
+    double seconds = 0;
     uint64_t memoryBytes = 0;
     bool fits = true; ///< memoryBytes <= the device's memory
 };

@@ -74,7 +74,7 @@ PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const mo
         throw Error("sim: a pipeline needs one volunteer per stage");
     PipelineTiming t;
     t.window = options.inFlight > 0 ? options.inFlight : int(n) + 1;
-    double rtt = 0;
+    double rtt = 0, overlapped = 0; // overlapped: uploads hidden behind compute, still on the trip
     // Whether stage s sends gradients back: only when layers before it train something.
     const auto sendsGradients = [&](size_t s) {
         for (size_t j = 0; s > 0 && j < partition.stages[s].firstLayer; ++j)
@@ -84,11 +84,11 @@ PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const mo
     };
     for (size_t s = 0; s < n; ++s) {
         const auto &p = partition.stages[s];
-        double seconds = p.computeSeconds;
+        double uploads = 0;
         double messages = 0, bytes = 0; // in and out, for the transport's CPU
         if (s + 1 < n) {
             const double out = double(costs[p.lastLayer - 1].activationBytes + options.labelBytes);
-            seconds += out / linkBytesPerSecond(*stages[s], *stages[s + 1], network);
+            uploads += out / linkBytesPerSecond(*stages[s], *stages[s + 1], network);
             rtt += linkRttSeconds(*stages[s], *stages[s + 1], network);
             t.bytesPerMicrobatch += out;
             messages += 1, bytes += out;
@@ -99,7 +99,7 @@ PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const mo
             const double in = double(costs[p.firstLayer - 1].activationBytes);
             messages += 1, bytes += in + double(options.labelBytes);
             if (sendsGradients(s)) {
-                seconds += in / linkBytesPerSecond(*stages[s], *stages[s - 1], network);
+                uploads += in / linkBytesPerSecond(*stages[s], *stages[s - 1], network);
                 t.bytesPerMicrobatch += in;
                 messages += 1, bytes += in;
             }
@@ -107,14 +107,16 @@ PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const mo
         const double transport = transportSeconds(network, messages, bytes, stages[s]->gflops);
         t.computeSeconds.push_back(p.computeSeconds);
         t.transportSeconds.push_back(transport);
-        t.stageSeconds.push_back(seconds + transport);
+        const double busy = p.computeSeconds + transport;
+        t.stageSeconds.push_back(std::max(busy, uploads));
+        overlapped += busy + uploads - t.stageSeconds.back();
     }
-    const double stageSum = std::accumulate(t.stageSeconds.begin(), t.stageSeconds.end(), 0.0);
+    const double stageSum = std::accumulate(t.stageSeconds.begin(), t.stageSeconds.end(), 0.0) + overlapped;
     t.latencySeconds = stageSum + rtt;
     if (options.inFlight <= 0) // the root's own rule, as it sizes its window from what it measures
         t.window = train::pipelineWindow(
             {rtt, stageSum, *std::max_element(t.stageSeconds.begin(), t.stageSeconds.end()), int(n), maxWindow});
-    t.microbatchesPerSecond = pipelineMicrobatchesPerSecond(t.stageSeconds, rtt, t.window);
+    t.microbatchesPerSecond = pipelineMicrobatchesPerSecond(t.stageSeconds, rtt + overlapped, t.window);
     return t;
 }
 

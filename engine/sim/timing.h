@@ -15,9 +15,13 @@ struct PipelineTiming
 {
     std::vector<double> computeSeconds;   ///< forward + backward, from the partitioner's cost model
     std::vector<double> transportSeconds; ///< the transport's CPU for the stage's messages in and out
-    std::vector<double> stageSeconds;     ///< compute + transport + the stage's own uploads
-    double latencySeconds = 0;            ///< one microbatch's round trip: all stages + all link RTTs
-    int window = 1;                       ///< microbatches in flight at the root
+    /// The slower of compute + transport and the stage's own uploads, which the network
+    /// thread sends while the stage thread computes (model::StagePlan::seconds).
+    std::vector<double> stageSeconds;
+    /// One microbatch's round trip: every stage's compute, transport and uploads, and
+    /// every link's RTT.
+    double latencySeconds = 0;
+    int window = 1; ///< microbatches in flight at the root
     double microbatchesPerSecond = 0;
     double bytesPerMicrobatch = 0; ///< activations forward and gradients backward, all boundaries
 };
@@ -25,6 +29,8 @@ struct PipelineTiming
 /// The pipeline rule: with `window` microbatches in flight, a pipeline runs at the
 /// slower of its slowest stage and its window over its round trip:
 /// min(1 / max(stageSeconds), window / (sum(stageSeconds) + linkRttSeconds)).
+/// `linkRttSeconds` is whatever the trip holds beside the stage times (timePipeline
+/// adds the uploads that overlap compute).
 ///
 /// Thread safety: this and the functions below are pure.
 double pipelineMicrobatchesPerSecond(const std::vector<double> &stageSeconds, double linkRttSeconds, int window);

@@ -131,7 +131,10 @@ private Q_SLOTS:
         o.seed = 3;
         o.clusterSize = 2;
         coord::PlanState plan({model::mlpSpec(), 64, 1}, o);
-        swarm::Capacity c{50, int64_t(1) << 30, 12.5e6, true};
+        // Links of a gigabit: each stage's upload (131 KB, 1 ms) hides behind its compute
+        // (about 2 ms), so compute three times slower is what the stage waits for. (At
+        // 12.5 MB/s the uploads, 10 ms, would bind either way, and nothing would move.)
+        swarm::Capacity c{50, int64_t(1) << 30, 125e6, true};
         plan.apply({}, {{"a", c}, {"b", c}});
         plan.planAll();
         const auto before = plan.placements();

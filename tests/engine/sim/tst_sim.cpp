@@ -219,7 +219,7 @@ private Q_SLOTS:
 
     void theTransportsCpuIsChargedToEachEndOfAMessage()
     {
-        const TwoMlpStages m(1e6);
+        const TwoMlpStages m(1e12); // links so fast that compute binds each stage
         const auto &[costs, options, partition, a, b] = m;
         Network free, costly;
         costly.transportFlopsPerMessage = 1e6;
@@ -274,7 +274,11 @@ private Q_SLOTS:
             net.rttSeconds = {{0, rtt}, {rtt, 0}};
             const auto t = timePipeline(costs, options, partition, {&a, &b}, net);
             const double slowest = std::max(t.stageSeconds[0], t.stageSeconds[1]);
-            const double trip = rtt + t.stageSeconds[0] + t.stageSeconds[1];
+            // The uploads overlap compute, so a stage takes the slower of the two, but a
+            // microbatch's trip holds both.
+            const double trip = rtt + t.computeSeconds[0] + t.computeSeconds[1] + (2 * 131072 + 512) / 1e9;
+            QCOMPARE(t.latencySeconds, trip);
+            QCOMPARE(t.stageSeconds[0], std::max(t.computeSeconds[0], (131072 + 512) / 1e9));
             // ceil(trip / slowest), from stages + 1 up to the node's cap of 5.
             const int expected = std::clamp(int(std::ceil(trip / slowest - 1e-9)), 3, 5);
             QCOMPARE(t.window, expected);
