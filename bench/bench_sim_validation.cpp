@@ -22,19 +22,25 @@
 // rate and its small message's round trip on loopback (or the WAN emulation's
 // 50 Mbit/s and 50 ms), and what a message and a byte cost in CPU at each end (half of
 // its both-ends figures), turned into FLOP-equivalents at the lone process's GFLOP/s so
-// that they slow down with the compute when processes share the cores. Nothing is
-// fitted to the cases themselves.
+// that they slow down with the compute when processes share the cores; and a ring
+// member's own work per byte of weights in a round, timed on an in-memory ring of two
+// threads, turned the same way. Nothing is fitted to the cases themselves.
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <time.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -43,7 +49,11 @@
 #include "bench/support/swarm_bench_run.h"
 #include "engine/common/error.h"
 #include "engine/common/format.h"
+#include "engine/common/named_tensor.h"
+#include "engine/device/process_usage.h"
 #include "engine/sim/simulator.h"
+#include "engine/swarm/ring_allreduce.h"
+#include "engine/swarm/ring_averaging.h"
 
 using namespace rookery;
 
@@ -90,11 +100,92 @@ struct Case
     double cpuCapOfNode2 = 1; ///< 0.5: node 2 runs with --cpu-percent 50
 };
 
+// One direction of an in-memory ring of two: the members' own work in a round, with
+// no network.
+class MemoryLinks : public swarm::RingLinks
+{
+public:
+    MemoryLinks *next = nullptr;
+    void sendNext(swarm::RingChunk chunk) override
+    {
+        std::lock_guard lock(next->m_mutex);
+        next->m_queue.push_back(std::move(chunk));
+        next->m_arrived.notify_all();
+    }
+    std::optional<swarm::RingChunk> receivePrevious(std::chrono::steady_clock::time_point deadline) override
+    {
+        std::unique_lock lock(m_mutex);
+        if (!m_arrived.wait_until(lock, deadline, [&] { return !m_queue.empty(); }))
+            return std::nullopt;
+        auto c = std::move(m_queue.front());
+        m_queue.pop_front();
+        return c;
+    }
+
+private:
+    std::mutex m_mutex;
+    std::condition_variable m_arrived;
+    std::deque<swarm::RingChunk> m_queue;
+};
+
+double threadCpuSeconds()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// CPU seconds a member of a ring of two spends on its own per byte of weights in a
+// round: the weights flattened, the ring's working copy, the chunks copied out and
+// checked for plausibility as they come in, the sum and the average, and the result
+// written back (swarm::flattenParameters, ringAllReduceAverage, unflattenParameters),
+// with the nodes' allocator settings. Two threads, in-memory links. What it leaves out:
+// the copies between LibTorch and the named tensors around a round.
+double measureRingWorkPerByte(size_t floats)
+{
+    MemoryLinks a, b;
+    a.next = &b;
+    b.next = &a;
+    constexpr int kRounds = 60;
+    double cpu[2] = {0, 0};
+    auto member = [&](int rank, MemoryLinks &links) {
+        NamedTensor t{"1.weight", DType::Float32, {int64_t(floats)}, std::vector<uint8_t>(floats * sizeof(float))};
+        for (size_t i = 0; i < floats; ++i) {
+            const float v = 0.01f * float(i % 97) + 0.001f * float(rank);
+            std::memcpy(t.data.data() + i * sizeof(float), &v, sizeof v);
+        }
+        std::vector<NamedTensor> weights{std::move(t)};
+        for (int round = 1; round <= kRounds; ++round) {
+            const double before = threadCpuSeconds();
+            std::vector<float> flat = swarm::flattenParameters(weights);
+            const auto r = swarm::ringAllReduceAverage(flat, rank, 2, uint64_t(round), links, std::chrono::seconds(20));
+            if (!r.complete)
+                throw Error("the in-memory ring failed: " + r.error);
+            swarm::unflattenParameters(flat, weights);
+            if (round > 10) // the first rounds warm the allocator up
+                cpu[rank] += threadCpuSeconds() - before;
+        }
+    };
+    std::exception_ptr failure;
+    std::thread other([&] {
+        try {
+            member(1, b);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+    });
+    member(0, a);
+    other.join();
+    if (failure)
+        std::rethrow_exception(failure);
+    return (cpu[0] + cpu[1]) / 2 / (kRounds - 10) / double(floats * sizeof(float));
+}
+
 // The simulator's steady rate for the case: every volunteer online throughout, the
 // plan made once, and the clusters' rates (averaging included) summed at the end.
 // `loneGflops` converts the transport's CPU seconds into FLOP-equivalents.
 double predict(const Case &c, const std::map<int, double> &gflopsByProcesses, const LinkFigures &link,
-               double loneGflops)
+               double ringCpuSecondsPerByte, double loneGflops)
 {
     sim::Population population;
     const bool wan = c.spec.rttMs > 0;
@@ -114,6 +205,7 @@ double predict(const Case &c, const std::map<int, double> &gflopsByProcesses, co
     sim::SimConfig config;
     config.clusterSize = c.spec.clusterSize;
     config.averagingInterval = int(c.spec.averagingInterval);
+    config.ringFlopsPerByte = ringCpuSecondsPerByte * loneGflops * 1e9;
     config.microbatch = bench::kSwarmBenchBatch;
     config.hours = hours;
     config.bucketSeconds = 60;
@@ -169,7 +261,11 @@ int main(int argc, char **argv)
         report.add("link_rtt_us", link.rttSeconds * 1e6);
         report.add("link_cpu_us_per_message_each_end", link.cpuSecondsPerMessage * 1e6);
         report.add("link_cpu_ns_per_byte_each_end", link.cpuSecondsPerByte * 1e9);
-        const double unit = predict({"unit", spec(1, 1)}, std::map<int, double>{{1, 1.0}}, link,
+        device::keepFreedMemoryForReuse(); // as a node without a memory cap does
+        const double ringWork = measureRingWorkPerByte(size_t(2.7e6 / sizeof(float)));
+        std::printf("  a ring member's own work: %.2f ns of CPU per byte of weights per round\n", ringWork * 1e9);
+        report.add("ring_cpu_ns_per_byte", ringWork * 1e9);
+        const double unit = predict({"unit", spec(1, 1)}, std::map<int, double>{{1, 1.0}}, link, 0,
                                     0); // samples/s at 1 GFLOP/s
         if (!(unit > 0))
             throw Error("the simulator predicts nothing for one node of 1 GFLOP/s");
@@ -197,7 +293,7 @@ int main(int argc, char **argv)
         std::string worst;
         for (const Case &c : cases) {
             const double real = runReal(c);
-            const double predicted = predict(c, gflops, link, gflops.at(1));
+            const double predicted = predict(c, gflops, link, ringWork, gflops.at(1));
             const double error = std::abs(predicted - real) / real;
             std::printf("  %-22s real %8s samples/s, predicted %8s, error %5.1f%%\n", c.name.c_str(),
                         format::count(int64_t(real)).c_str(), format::count(int64_t(predicted)).c_str(), error * 100);

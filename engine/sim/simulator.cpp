@@ -34,7 +34,7 @@ void Simulator::Impl::onRound(int s, double now)
 // Every ring's averaging time; a stage averages its rings one after another, the
 // stages of a cluster in parallel, so a cluster waits for its slowest stage. A round
 // costs the wire time of the bandwidth-optimal ring plus the transport's CPU at the
-// member for the chunks it sends and receives.
+// member for the chunks it sends and receives, plus its own work on the weights.
 void Simulator::Impl::timeRings(int s, const std::vector<int> &globalOf, const std::map<int, int> &clusterOfPlan)
 {
     const auto &plan = swarms[size_t(s)].plan->plan();
@@ -57,7 +57,8 @@ void Simulator::Impl::timeRings(int s, const std::vector<int> &globalOf, const s
         const double seconds = ringAllReduceSeconds(n, bytes, bandwidth, rtt);
         for (size_t m : ring.members) {
             const double gflops = pop.volunteers[size_t(globalOf[m])].gflops;
-            perNode[globalOf[m]] += seconds + ringTransportSeconds(pop.network, n, bytes, gflops);
+            perNode[globalOf[m]] += seconds + ringTransportSeconds(pop.network, n, bytes, gflops) +
+                                    cfg.ringFlopsPerByte * bytes / (gflops * 1e9);
             bytesPerNode[globalOf[m]] += ringBytesPerMember(n, bytes);
         }
     }

@@ -25,6 +25,10 @@ struct SimConfig
     int clusterSize = 0; ///< 0: the planner's search decides
     uint64_t seed = 1;
     int averagingInterval = 10; ///< optimizer steps (one microbatch each) between ring averages
+    /// A ring member's own work in a round per byte of the weights it averages (they
+    /// are flattened, copied, checked for plausibility, summed and written back), in
+    /// FLOP-equivalents like Network::transportFlopsPerByte. 0: not modelled.
+    double ringFlopsPerByte = 0;
     double hours = 24;
     /// Independent swarms, one coordinator each; volunteer i belongs to swarm i mod n.
     /// 1 is the real deployment; more keeps the planner's per-join cost (which grows

@@ -98,6 +98,8 @@ struct Simulator::Impl
             cfg.rejoinGraceSeconds = secs(defaults.rejoinGrace);
         if (cfg.coordinators < 1 || cfg.averagingInterval < 1 || cfg.microbatch < 1)
             throw Error("sim: coordinators, averaging interval and microbatch must be at least 1");
+        if (!(cfg.ringFlopsPerByte >= 0))
+            throw Error("sim: a ring's work per byte must be 0 or more");
         model = {model::modelByName(cfg.model), cfg.microbatch, cfg.optimizerStateCopies};
         costs = model::layerCosts(model.spec, cfg.microbatch);
         options = model::partitionOptionsFor(model.spec, cfg.microbatch, cfg.optimizerStateCopies);

@@ -263,6 +263,31 @@ private Q_SLOTS:
         }
     }
 
+    void aRingMembersOwnWorkLengthensEachRound()
+    {
+        // Two equal volunteers in clusters of one, averaging every 10 steps: a round's
+        // own work of X FLOP per byte adds X * (the MLP's weights in bytes) / GFLOP/s to
+        // every round, so to each sample 1/640 of that.
+        Population p = steady(2);
+        p.volunteers[1] = p.volunteers[0];
+        SimConfig plain = config(0.01, 1), costly = plain;
+        costly.ringFlopsPerByte = 50;
+        const SimResult a = Simulator(p, plain).run(), b = Simulator(p, costly).run();
+        QCOMPARE(a.clusters.size(), size_t(2));
+        QCOMPARE(b.clusters.size(), size_t(2));
+        double bytes = 0;
+        for (const auto &c : model::layerCosts(model::mlpSpec(), 64))
+            bytes += double(c.parameters) * 4;
+        const double perRound = 50 * bytes / (p.volunteers[0].gflops * 1e9);
+        for (size_t i = 0; i < 2; ++i) {
+            const double samplesPerRound = 64.0 * 10;
+            QCOMPARE(samplesPerRound / b.clusters[i].samplesPerSecond,
+                     samplesPerRound / a.clusters[i].samplesPerSecond + perRound);
+        }
+        costly.ringFlopsPerByte = -1;
+        QVERIFY_THROWS_EXCEPTION(Error, Simulator(p, costly).run());
+    }
+
     void theWindowGrowsWithTheRoundTripAsTheRootsDoes()
     {
         TwoMlpStages m(1e9);
