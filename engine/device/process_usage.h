@@ -30,7 +30,8 @@ void keepResidentMemoryTight();
 /// machine: a round of 2.7 MB took 29-33 ms, of which flattening alone 3-5 ms; with
 /// this, 11-14 ms, and each node trained 12.0-12.5k samples/s instead of 8.2k. Costs
 /// up to 64 MiB of resident memory per arena that a cap would count, hence not under
-/// one. Call early, before other threads allocate. No effect without glibc.
+/// one. The thresholds are the whole process's, so any time will do; best before
+/// training starts. No effect without glibc.
 void keepFreedMemoryForReuse();
 
 /// CPU time used so far by all threads of this process (CLOCK_PROCESS_CPUTIME_ID).
