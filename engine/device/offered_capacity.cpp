@@ -12,6 +12,12 @@ CapabilityProfile offeredProfile(CapabilityProfile p, const GovernorSettings &ca
         const uint64_t held = residentBytes + kTrainingAllowanceBytes;
         p.ramAvailableBytes = std::min<uint64_t>(p.ramAvailableBytes, cap > held ? cap - held : 0);
     }
+    const Limits &limits = caps.runOnlyWhenIdle ? caps.whenIdle : caps.whenActive;
+    if (limits.maxCores > 0 && p.gflopsOneThread > 0)
+        p.gflopsAllThreads = std::min(p.gflopsAllThreads, p.gflopsOneThread * double(limits.maxCores));
+    const double share = double(std::clamp<int64_t>(limits.cpuPercent, 1, 100)) / 100;
+    p.gflopsAllThreads *= share;
+    p.gflopsOneThread *= share;
     for (auto &gpu : p.gpus)
         gpu.gflops = 0;
     return p;

@@ -20,11 +20,14 @@ inline constexpr uint64_t kTrainingAllowanceBytes = uint64_t(64) << 20;
 /// limited to what its memory cap leaves beside the `residentBytes` this process holds
 /// already (the cap is on the whole process's resident memory, and the program, its
 /// libraries and the dataset take a couple of hundred MiB before any model does) and
-/// beside kTrainingAllowanceBytes. The CPU caps (cores, CPU share) are not applied yet:
-/// scaled claims made the planner cut stages of nothing but the parameter-free Flatten
-/// on this machine (when it assumed 12.5 MB/s links; nodes measure their upload since
-/// 2026-12-06, and scaling has not been tried again), so the CPU figures stay as
-/// measured. GPUs are listed but offer no GFLOP/s: stages
+/// beside kTrainingAllowanceBytes; and its GFLOP/s within its CPU caps: at most one
+/// thread's figure per core it may use (never more than all threads measured), times
+/// its CPU share. The caps are those that hold while the volunteer uses the machine
+/// (or, with "run only when idle", those while it is idle): a node gets more when its
+/// user goes idle, and the plan should hold when they come back. (Until 2026-12-06 the
+/// CPU caps were left out: with links assumed at 12.5 MB/s and compute and transfer
+/// added up, scaled claims made the planner cut stages of nothing but the Flatten.)
+/// GPUs are listed but offer no GFLOP/s: stages
 /// train on the CPU (engine/train), and the coordinator plans with a GPU's figure
 /// where one is given. The coordinator plans with these figures, and checks them
 /// against the speed the node then trains at.

@@ -2,6 +2,7 @@
 #include "engine/participant/node_preparation.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -140,6 +141,18 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
                               ": this process holds " + format::bytes(double(resident)) + " already and keeps " +
                               format::bytes(double(device::kTrainingAllowanceBytes)) + " for training's own use, so " +
                               format::bytes(double(offered.ramAvailableBytes)) + " is offered for training");
+    const auto &limits = s.governor.runOnlyWhenIdle ? s.governor.whenIdle : s.governor.whenActive;
+    if (limits.maxCores > 0 || limits.cpuPercent < 100) {
+        const std::string cores = limits.maxCores == 1  ? "1 core"
+                                  : limits.maxCores > 1 ? std::to_string(limits.maxCores) + " cores"
+                                                        : "all cores";
+        char text[200];
+        std::snprintf(text, sizeof text, "CPU caps %s (%s, %lld%%): %.1f GFLOP/s offered of %.1f measured",
+                      s.governor.runOnlyWhenIdle ? "while the computer is idle" : "while you use the computer",
+                      cores.c_str(), (long long)limits.cpuPercent, offered.gflopsAllThreads,
+                      profile.profile.gflopsAllThreads);
+        log::info("node", text);
+    }
     // Without --port, the port of the last run when it is still free: a node that
     // restarts keeps its address, so its neighbours' links simply reconnect.
     const auto portFile = s.dataDir / "peer-port";

@@ -36,20 +36,43 @@ private Q_SLOTS:
         QCOMPARE(p.gpus[0].gflops, 0.0); // not trained on
     }
 
-    void theMemoryCapLimitsTheOfferAndCpuCapsDoNotYet()
+    void theMemoryCapLimitsTheOffer()
     {
         GovernorSettings caps;
-        caps.whenActive.maxCores = 2;
-        caps.whenActive.cpuPercent = 50;
         caps.memoryCapMiB = 1024;
         const auto p = device::offeredProfile(measured(), caps);
         QCOMPARE(p.ramAvailableBytes, (uint64_t(1) << 30) - device::kTrainingAllowanceBytes);
-        // Not yet: scaled claims skewed plans (offered_capacity.h).
         QCOMPARE(p.gflopsAllThreads, 240.0);
         QCOMPARE(p.gflopsOneThread, 20.0);
         // A memory cap above what is available changes nothing.
         caps.memoryCapMiB = 64 * 1024;
         QCOMPARE(device::offeredProfile(measured(), caps).ramAvailableBytes, uint64_t(8) << 30);
+    }
+
+    // Cores cap at one thread's figure per core (never above all threads measured), the
+    // CPU share scales both; the limits that count are those while the user is active,
+    // or while idle for a volunteer who runs only then.
+    void theCpuCapsScaleTheOfferedSpeed()
+    {
+        GovernorSettings caps;
+        caps.whenActive.maxCores = 2;
+        caps.whenActive.cpuPercent = 50;
+        caps.whenIdle.maxCores = 0;
+        caps.whenIdle.cpuPercent = 100;
+        auto p = device::offeredProfile(measured(), caps);
+        QCOMPARE(p.gflopsAllThreads, 2 * 20.0 * 0.5);
+        QCOMPARE(p.gflopsOneThread, 20.0 * 0.5);
+        caps.whenActive.maxCores = 16; // 16 x 20 is more than the 240 measured on all threads
+        QCOMPARE(device::offeredProfile(measured(), caps).gflopsAllThreads, 240.0 * 0.5);
+        caps.whenActive.maxCores = 0;
+        caps.whenActive.cpuPercent = 25;
+        QCOMPARE(device::offeredProfile(measured(), caps).gflopsAllThreads, 60.0);
+        caps.runOnlyWhenIdle = true; // then only the idle limits ever apply
+        p = device::offeredProfile(measured(), caps);
+        QCOMPARE(p.gflopsAllThreads, 240.0);
+        QCOMPARE(p.gflopsOneThread, 20.0);
+        caps.whenIdle.cpuPercent = 10;
+        QCOMPARE(device::offeredProfile(measured(), caps).gflopsAllThreads, 24.0);
     }
 
     // The cap is on the whole process: what the process holds already, and what training
