@@ -72,7 +72,7 @@ LinkFigures measureLink(const std::filesystem::path &work)
 {
     const auto program = std::filesystem::canonical("/proc/self/exe").parent_path() / "bench_transport";
     const auto json = work.string() + "-transport.json";
-    const std::string command = program.string() + " --quick --json " + json + " > /dev/null";
+    const std::string command = "'" + program.string() + "' --quick --json '" + json + "' > /dev/null";
     std::printf("  measuring the link: %s\n", command.c_str());
     std::fflush(stdout);
     if (std::system(command.c_str()) != 0)

@@ -28,7 +28,7 @@ void keepResidentMemoryTight();
 /// received: megabytes each, made and freed every round) reuse pages already mapped
 /// instead of taking a page fault per 4 KiB. Measured on the MLP's 2x1 swarm on this
 /// machine: a round of 2.7 MB took 29-33 ms, of which flattening alone 3-5 ms; with
-/// this, 11-14 ms, and each node trained 12.0-12.5k samples/s instead of 8.2k. Costs
+/// this, 11-14 ms, and each node trained 12.0-14.1k samples/s instead of 8.2k. Costs
 /// up to 64 MiB of resident memory per arena that a cap would count, hence not under
 /// one. The thresholds are the whole process's, so any time will do; best before
 /// training starts. No effect without glibc.
