@@ -40,7 +40,6 @@
 #include <thread>
 #include <vector>
 
-#include <time.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -128,12 +127,7 @@ private:
     std::deque<swarm::RingChunk> m_queue;
 };
 
-double threadCpuSeconds()
-{
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
+double threadCpuSeconds() { return std::chrono::duration<double>(device::threadCpuTime()).count(); }
 
 // CPU seconds a member of a ring of two spends on its own per byte of weights in a
 // round: the weights flattened, the ring's working copy, the chunks copied out and

@@ -31,6 +31,10 @@ inline constexpr uint64_t kTrainingAllowanceBytes = uint64_t(64) << 20;
 /// train on the CPU (engine/train), and the coordinator plans with a GPU's figure
 /// where one is given. The coordinator plans with these figures, and checks them
 /// against the speed the node then trains at.
+/// The CPU limits an offer is made within: those while the user is active, or those
+/// while the machine is idle for a volunteer who runs only then.
+const Limits &offeredLimits(const GovernorSettings &caps);
+
 CapabilityProfile offeredProfile(CapabilityProfile measured, const GovernorSettings &caps, uint64_t residentBytes = 0);
 
 } // namespace rookery::device

@@ -141,7 +141,7 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
                               ": this process holds " + format::bytes(double(resident)) + " already and keeps " +
                               format::bytes(double(device::kTrainingAllowanceBytes)) + " for training's own use, so " +
                               format::bytes(double(offered.ramAvailableBytes)) + " is offered for training");
-    const auto &limits = s.governor.runOnlyWhenIdle ? s.governor.whenIdle : s.governor.whenActive;
+    const auto &limits = device::offeredLimits(s.governor);
     if (limits.maxCores > 0 || limits.cpuPercent < 100) {
         const std::string cores = limits.maxCores == 1  ? "1 core"
                                   : limits.maxCores > 1 ? std::to_string(limits.maxCores) + " cores"
