@@ -179,6 +179,14 @@ enum class AwayReason { None, PausedByUser, Snoozed, OnBattery, OutsideSchedule,
 /// "", "paused by its user", "snoozed", "on battery", "outside its schedule", "waiting for idle".
 std::string_view awayReasonName(AwayReason reason);
 
+/// A node's measure of its link to one neighbour: its upload to it and the round trip.
+struct LinkMeasure
+{
+    double uploadBytesPerSecond = 0; ///< 0: no figure yet
+    int64_t roundTripUs = 0;
+    bool operator==(const LinkMeasure &) const = default;
+};
+
 /// A node's latest figures, sent with every heartbeat.
 struct NodeReport
 {
@@ -195,6 +203,8 @@ struct NodeReport
     double ownSamplesPerSecond = 0;
     /// Values of other peers this node refused as poisoned, by peer id, since it started.
     std::map<std::string, int64_t> complaints;
+    /// Its links to its neighbours as it measured them, by peer id.
+    std::map<std::string, LinkMeasure> links;
     bool operator==(const NodeReport &) const = default;
 };
 

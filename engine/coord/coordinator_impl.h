@@ -63,6 +63,9 @@ struct Coordinator::Impl
     bool joinsDue(Clock::time_point now, size_t joins) const; ///< under inboxMutex
     void trimMemory(Clock::time_point now);
     void round(Clock::time_point now, std::map<std::string, Pending> events, bool hold, bool full);
+    /// The link figures nodes reported since the last call, into the planner (used at
+    /// the next cut of their clusters).
+    void takeMeasuredLinks();
     /// `hold`: a registration storm is under way (holdStormGrowth).
     /// What a round told: assignments handed to the registry (it may skip some waiting
     /// ones), and how many of them held a storm's growth back.

@@ -81,9 +81,16 @@ void Coordinator::Impl::maybePlan(Clock::time_point now)
     round(now, std::move(events), hold, full);
 }
 
+void Coordinator::Impl::takeMeasuredLinks()
+{
+    for (auto &[id, uploadTo] : registry->takeMeasuredLinks())
+        plan.setMeasuredLinks(id, std::move(uploadTo));
+}
+
 void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pending> events, bool hold, bool full)
 {
     const auto started = Clock::now();
+    takeMeasuredLinks();
     std::vector<std::string> leaves;
     std::vector<std::pair<std::string, swarm::Capacity>> joins;
     for (const auto &[id, p] : events) {

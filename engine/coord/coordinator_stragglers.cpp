@@ -78,6 +78,7 @@ void Coordinator::Impl::checkStragglers(Clock::time_point now)
     const auto &pipelines = plan.plan().pipelines;
     if (std::count_if(pipelines.begin(), pipelines.end(), [](const auto &p) { return !p.stages.empty(); }) < 2)
         return;
+    takeMeasuredLinks();
     const auto speeds = stageSpeeds();
     bool changed = false;
     for (const auto &s : stragglers.check(speeds, now)) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
@@ -263,6 +264,12 @@ std::vector<StoredMetric> NodeRegistry::takeMetrics(int64_t atMs)
             r->reportFresh = false;
         }
     return out;
+}
+
+std::map<std::string, std::map<std::string, double>> NodeRegistry::takeMeasuredLinks()
+{
+    std::lock_guard lock(m_mutex);
+    return std::exchange(m_linksChanged, {});
 }
 
 std::vector<NodeStatus> NodeRegistry::snapshot() const

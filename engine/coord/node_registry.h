@@ -139,6 +139,9 @@ struct RegistryHooks
     std::function<net::DataPiece(const net::DataRequest &)> data;
 };
 
+/// Link figures a heartbeat may bring the planner (a node links to a handful of peers).
+inline constexpr size_t kMaxLinkFigures = 64;
+
 /// The coordinator's membership: registers nodes (checking replays, issuing their
 /// certificates), answers heartbeats, detects failures by timeout, and pushes the
 /// planner's assignments. Every link event, tick and publish takes one mutex for a
@@ -190,6 +193,9 @@ public:
     size_t checkingCount() const;
     /// The latest report of every online node that sent one since the last call.
     std::vector<StoredMetric> takeMetrics(int64_t atMs);
+    /// The measured uploads to neighbours (bytes/s by peer id) of every node whose
+    /// heartbeats changed them since the last call, whole, by node id.
+    std::map<std::string, std::map<std::string, double>> takeMeasuredLinks();
 
     std::vector<NodeStatus> snapshot() const;
     RegistryCounters counters() const;
@@ -249,6 +255,8 @@ private:
     /// a restart; their keys are).
     std::set<std::string> m_bannedHosts;
     net::BanList m_banned; // quarantined node ids, pushed to every node (newest last)
+    /// Link figures changed since takeMeasuredLinks(), by node id.
+    std::map<std::string, std::map<std::string, double>> m_linksChanged;
 };
 
 } // namespace rookery::coord

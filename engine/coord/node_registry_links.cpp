@@ -226,6 +226,7 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
                          rec.name + "' at " + rec.listenAddress +
                          (fresh ? "" : " (was " + std::string(presenceName(was)) + ")"));
     rec.toldInterval = rec.allowedInterval = m_pace;
+    rec.report.links.clear(); // its next figures reach the planner, which may have dropped it meanwhile
     out.send(link, net::Message(net::RegisterReply{nodeId, certificate, m_ca.certificatePem(), m_config.run,
                                                    toWire(rec.assignment), uint32_t(m_pace.count())}));
     if (!m_banned.nodeIds.empty())
@@ -256,6 +257,14 @@ void NodeRegistry::onHeartbeat(const std::shared_ptr<net::Link> &link, const net
     noteActivity(rec, before, wasAway, now);
     if (!rec.report.complaints.empty())
         weighComplaints(rec, out);
+    if (rec.report.links != before.links) {
+        // At most a neighbourhood's worth: a node links to a handful of peers.
+        auto &rates = m_linksChanged[rec.nodeId];
+        rates.clear();
+        for (const auto &[peer, link] : rec.report.links)
+            if (link.uploadBytesPerSecond > 0 && rates.size() < kMaxLinkFigures && peer != rec.nodeId)
+                rates[peer] = link.uploadBytesPerSecond;
+    }
     ++rec.heartbeats;
     ++m_counters.heartbeats;
     rec.allowedInterval = std::max(rec.toldInterval, m_pace);

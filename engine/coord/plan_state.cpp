@@ -67,15 +67,27 @@ std::vector<swarm::PlanVolunteer> PlanState::volunteers() const
 {
     std::vector<swarm::PlanVolunteer> v;
     v.reserve(m_ids.size());
-    for (size_t i = 0; i < m_ids.size(); ++i)
-        v.push_back({m_ids[i], m_capacities[i]});
+    for (size_t i = 0; i < m_ids.size(); ++i) {
+        const auto links = m_uploadTo.find(m_ids[i]);
+        v.push_back(
+            {m_ids[i], m_capacities[i], links != m_uploadTo.end() ? links->second : std::map<std::string, double>{}});
+    }
     return v;
+}
+
+void PlanState::setMeasuredLinks(const std::string &nodeId, std::map<std::string, double> uploadTo)
+{
+    if (uploadTo.empty())
+        m_uploadTo.erase(nodeId);
+    else
+        m_uploadTo[nodeId] = std::move(uploadTo);
 }
 
 // Drops volunteer `index` and renumbers the plan's references to those after it. A
 // pipeline that held it belongs to a changed cluster and is re-cut anyway.
 void PlanState::erase(size_t index)
 {
+    m_uploadTo.erase(m_ids[index]);
     m_ids.erase(m_ids.begin() + long(index));
     m_capacities.erase(m_capacities.begin() + long(index));
     m_clusterOf.erase(m_clusterOf.begin() + long(index));

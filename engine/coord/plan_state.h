@@ -94,6 +94,11 @@ public:
     /// ids and for clusters without a pipeline.
     PlanChange recalibrate(const std::string &nodeId, double factor);
 
+    /// A volunteer's measured uploads to its neighbours, by their node ids (its
+    /// heartbeats' link figures), whole: the next cut of its cluster uses them. Nothing is
+    /// re-cut now. Kept until it leaves the plan; may come before it joins.
+    void setMeasuredLinks(const std::string &nodeId, std::map<std::string, double> uploadTo);
+
     /// Every volunteer's placement, in plan order.
     std::vector<Placement> placements() const;
     const swarm::SwarmPlan &plan() const { return m_plan; }
@@ -120,6 +125,7 @@ private:
     swarm::ModelDemand m_demand;
     std::vector<std::string> m_ids;
     std::vector<swarm::Capacity> m_capacities;
+    std::map<std::string, std::map<std::string, double>> m_uploadTo; ///< measured links, by node id
     std::vector<int> m_clusterOf;
     bool m_hasPlan = false;
     swarm::SwarmPlan m_plan;

@@ -74,6 +74,14 @@ json nodeJson(const NodeStatus &n, StatusView view)
         j["memory_bytes"] = n.capacity.memoryBytes;
         j["upload_bytes_per_second"] = n.capacity.bandwidthBytesPerSecond;
         j["upload_assumed"] = n.assumedBandwidth;
+        if (!n.report.links.empty()) { // its links to its neighbours, as it measured them
+            json links = json::array();
+            for (const auto &[peer, link] : n.report.links)
+                links.push_back({{"peer", peer},
+                                 {"upload_bytes_per_second", link.uploadBytesPerSecond},
+                                 {"round_trip_us", link.roundTripUs}});
+            j["links"] = std::move(links);
+        }
     }
     if (!n.reachabilityNote.empty())
         j["reachability_note"] = full ? n.reachabilityNote : redacted(n.reachabilityNote, n.address);

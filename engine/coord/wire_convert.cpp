@@ -140,9 +140,12 @@ net::NodeMetrics toWire(const NodeReport &r)
                        net::AwayReason(int(r.away)),
                        uint64_t(std::max<int64_t>(0, r.sleptSeconds)),
                        r.ownSamplesPerSecond,
+                       {},
                        {}};
     for (const auto &[peer, refused] : r.complaints)
         m.complaints.emplace_back(peer, uint64_t(std::max<int64_t>(0, refused)));
+    for (const auto &[peer, link] : r.links)
+        m.links.push_back({peer, link.uploadBytesPerSecond, uint64_t(std::max<int64_t>(0, link.roundTripUs))});
     return m;
 }
 
@@ -163,6 +166,8 @@ NodeReport fromWire(const net::NodeMetrics &m)
                  {}};
     for (const auto &[peer, refused] : m.complaints)
         r.complaints[peer] = clampI(refused);
+    for (const auto &l : m.links)
+        r.links[l.peerId] = {l.uploadBytesPerSecond, clampI(l.roundTripUs)};
     return r;
 }
 

@@ -42,7 +42,7 @@ void UploadProbe::sendBurst(int count, Clock::time_point now)
     for (int i = 0; i < count; ++i) {
         m_lastOfBurst = m_next;
         if (!m_send(Ping{m_next++, padding})) {
-            m_failure = "the link would not take the burst (its send queue is full)";
+            m_failure = "the link would not take the burst (it closed, or its send queue is full)";
             m_phase = Phase::Done;
             return;
         }

@@ -261,6 +261,15 @@ enum class AwayReason : uint8_t {
     WaitingForIdle = 5
 };
 
+/// A node's measure of its link to one neighbour.
+struct LinkFigure
+{
+    std::string peerId;
+    double uploadBytesPerSecond = 0;
+    uint64_t roundTripUs = 0;
+    bool operator==(const LinkFigure &) const = default;
+};
+
 struct NodeMetrics
 {
     double samplesPerSecond = 0;
@@ -274,6 +283,8 @@ struct NodeMetrics
     double ownSamplesPerSecond = 0;
     /// Peer id -> values of it this node refused, since it started.
     std::vector<std::pair<std::string, uint64_t>> complaints;
+    /// Its links to its neighbours as it measured them.
+    std::vector<LinkFigure> links;
     bool operator==(const NodeMetrics &) const = default;
 };
 

@@ -66,6 +66,8 @@ NodeMetrics fromWire(const wire::NodeMetrics &w)
                   AwayReason(away),       w.slept_seconds(), w.own_samples_per_second()};
     for (const auto &c : w.complaints())
         m.complaints.emplace_back(c.peer_id(), c.refused());
+    for (const auto &l : w.links())
+        m.links.push_back({l.peer_id(), l.upload_bytes_per_second(), l.round_trip_us()});
     return m;
 }
 

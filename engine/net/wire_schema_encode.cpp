@@ -224,6 +224,12 @@ struct ToEnvelope
             c->set_peer_id(peer);
             c->set_refused(refused);
         }
+        for (const auto &f : m.metrics.links) {
+            auto *l = x->add_links();
+            l->set_peer_id(f.peerId);
+            l->set_upload_bytes_per_second(f.uploadBytesPerSecond);
+            l->set_round_trip_us(f.roundTripUs);
+        }
     }
     void operator()(const HeartbeatAck &m)
     {

@@ -3,6 +3,8 @@
 // becomes a message (docs/protocol.md, "Coordinator messages").
 #include "engine/net/wire_schema.h"
 
+#include <cmath>
+
 namespace rookery::net::schema {
 namespace {
 
@@ -154,6 +156,17 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
         for (const auto &c : complaints)
             if (auto r = checkStrings({{"complaint peer id", &c.peer_id()}}, limits); !r.empty())
                 return r;
+        const auto &links = env.heartbeat().metrics().links();
+        if (auto r = checkCount("link figures", links.size(), limits); !r.empty())
+            return r;
+        for (const auto &l : links) {
+            if (auto r = checkStrings({{"link figure peer id", &l.peer_id()}}, limits); !r.empty())
+                return r;
+            const double rate = l.upload_bytes_per_second();
+            if (!std::isfinite(rate) || rate < 0)
+                return "a link figure's upload of " + std::to_string(rate) +
+                       " bytes/s is not a finite, non-negative number";
+        }
         return {};
     }
     default:

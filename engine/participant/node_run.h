@@ -76,6 +76,10 @@ struct SwarmNode::Impl
     }
 };
 
+/// The volunteer's upload cap while active, in bytes/s (0: none): the most the planner
+/// is told of this node's upload, to the coordinator or to a neighbour.
+double uploadCapBytesPerSecond(const device::GovernorSettings &g);
+
 // One call of SwarmNode::run(), in its phases: prepare (everything that can fail on bad
 // input), join (the coordinator link), follow the assignments until it is time to go,
 // leave. The members go in the reverse of their order: the mesh, the coordinator link,

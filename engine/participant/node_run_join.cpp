@@ -16,16 +16,10 @@ namespace rookery::participant {
 
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-// The volunteer's upload cap while active, in bytes/s (0: none): the most the planner is
-// told of this node's upload.
 double uploadCapBytesPerSecond(const device::GovernorSettings &g)
 {
     return g.whenActive.uploadKiBps > 0 ? double(g.whenActive.uploadKiBps) * 1024 : 0;
 }
-
-} // namespace
 
 coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
 {

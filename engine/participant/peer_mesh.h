@@ -60,6 +60,11 @@ public:
         std::chrono::milliseconds relayFallbackAfter{20'000};
         /// No neighbour reachable this long: a warning (Events::problem), again each minute.
         std::chrono::milliseconds isolatedWarningAfter{30'000};
+        /// Each link that opens has its upload timed with a burst of padded pings
+        /// (net::UploadProbe: about 2 MiB on a fast link, 240 KiB on a slow one), given
+        /// up to linkProbeTimeout; linkFigures() has the results.
+        bool measureLinks = true;
+        std::chrono::milliseconds linkProbeTimeout{20'000};
         /// Testing only (ROOKERY_WAN_EMULATION): every link's incoming messages are
         /// held back as over an internet path. Off by default.
         net::WanEmulationConfig wan;
@@ -114,6 +119,9 @@ public:
     bool isUp(const std::string &peer) const;
     /// Bytes sent and received over all links so far (closed ones included).
     net::LinkStats totals() const;
+    /// The upload and round trip measured on the link to each peer of the current
+    /// assignment that has a figure (Config::measureLinks), in peer order.
+    std::vector<net::LinkFigure> linkFigures() const;
 
     struct State;
 

@@ -63,6 +63,7 @@ void PeerMesh::setRelays(const std::vector<PeerAddress> &peers, bool selfUnreach
 
 void PeerMesh::tick()
 {
+    m->expireProbes(Clock::now());
     std::vector<std::string> ask;
     std::vector<std::pair<std::string, std::string>> problems; // said once the lock is let go
     {

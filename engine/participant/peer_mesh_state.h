@@ -11,6 +11,7 @@
 
 #include "engine/common/log.h"
 #include "engine/net/listener.h"
+#include "engine/net/upload_probe.h"
 #include "engine/participant/peer_mesh.h"
 
 namespace rookery::participant {
@@ -54,6 +55,25 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     // mesh while holding a lock its event handlers take.)
     std::mutex eventsMutex;
     bool detached = false;
+    // Timing each link's upload as it opens (peer_mesh_probe.cpp). Under probeMutex,
+    // which is never held while taking `mutex` or `eventsMutex`.
+    struct LinkProbe
+    {
+        std::unique_ptr<net::UploadProbe> probe;
+        std::shared_ptr<net::Link> link;
+        std::chrono::steady_clock::time_point deadline;
+    };
+    mutable std::mutex probeMutex;
+    std::map<std::string, LinkProbe> probes;
+    std::map<std::string, net::LinkFigure> figures; // the last figure per peer
+    uint64_t probesStarted = 0;
+
+    void startProbe(const std::string &peer, const std::shared_ptr<net::Link> &link);
+    // A Pong on `link`: true when it was a probe's.
+    bool probePong(const std::string &peer, const std::shared_ptr<net::Link> &link, uint64_t nonce);
+    // Probes past their time end with what they have; those of closed links are dropped.
+    void expireProbes(std::chrono::steady_clock::time_point now);
+    void dropProbe(const std::shared_ptr<net::Link> &link);
 
     explicit State(net::NetContext &c)
         : context(c)
@@ -93,6 +113,10 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
             auto self = weak.lock();
             if (!self)
                 return;
+            if (const auto *pong = std::get_if<net::Pong>(&message)) { // ours: peers answer pings themselves
+                self->probePong(link->peer().nodeId, link, pong->nonce);
+                return;
+            }
             std::lock_guard events(self->eventsMutex);
             if (!self->detached && self->events.message)
                 self->events.message(link->peer().nodeId, std::move(message));
@@ -139,6 +163,8 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
             lastLinkOrChange = std::chrono::steady_clock::now();
             dialError.erase(peer);
         }
+        if (config.measureLinks)
+            startProbe(peer, link);
         std::lock_guard lock(eventsMutex);
         if (!detached && events.link)
             events.link(peer, true);
@@ -162,6 +188,7 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
             }
             addStats(link->stats());
         }
+        dropProbe(link);
         if (wasOpen) {
             log::info("mesh", "link to " + link->describe() + " closed: " + info.reason);
             std::lock_guard lock(eventsMutex);

@@ -231,6 +231,12 @@ void NodeRun::sendReport(coord::NodeReport report, AssignedStage::Phase phase)
     }
     report.sleptSeconds = std::chrono::duration_cast<std::chrono::seconds>(m_slept).count();
     report.complaints = m_complaints->snapshot();
+    if (m_mesh) {
+        const double cap = uploadCapBytesPerSecond(m_node.settings.governor);
+        for (const auto &f : m_mesh->linkFigures())
+            report.links[f.peerId] = {cap > 0 ? std::min(f.uploadBytesPerSecond, cap) : f.uploadBytesPerSecond,
+                                      int64_t(std::min<uint64_t>(f.roundTripUs, uint64_t(1) << 62))};
+    }
     m_client->report(report);
 }
 

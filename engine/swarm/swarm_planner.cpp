@@ -20,15 +20,20 @@ model::StageDevice deviceOf(const PlanVolunteer &v)
 
 // Every order of `members` that differs in what a stage gets, in the order a search
 // over all their permutations (from the smallest ids) meets them first. Members alike
-// (the same capacity and reachability) are interchangeable: an order that only swaps
-// them cuts the same, so it is left out. Six members have 720 orders; a swarm of
+// (the same capacity and reachability, and no measured links between members) are
+// interchangeable: an order that only swaps them cuts the same, so it is left out. Six members have 720 orders; a swarm of
 // identical machines has one.
 std::vector<std::vector<size_t>> distinctOrders(const std::vector<PlanVolunteer> &v, std::vector<size_t> members)
 {
     std::sort(members.begin(), members.end());
+    // Measured links between members tell them apart: who is next to whom matters.
+    bool linksMeasured = false;
+    for (size_t a : members)
+        for (size_t b : members)
+            linksMeasured = linksMeasured || v[a].uploadTo.count(v[b].id) > 0;
     const auto alike = [&](size_t a, size_t b) {
         const auto &x = v[a].capacity, &y = v[b].capacity;
-        return x.gflops == y.gflops && x.memoryBytes == y.memoryBytes &&
+        return !linksMeasured && x.gflops == y.gflops && x.memoryBytes == y.memoryBytes &&
                x.bandwidthBytesPerSecond == y.bandwidthBytesPerSecond && x.reachable == y.reachable;
     };
     std::vector<size_t> kindOf(members.size()); // the first member alike, by position
@@ -121,6 +126,28 @@ ModelDemand demandOf(const PlanModel &m)
     return d;
 }
 
+namespace {
+
+// What stage `s` of `order` uploads at: the slower of its links to its neighbours, each
+// the measured figure where there is one, else the volunteer's own bandwidth.
+double stageUpload(const std::vector<PlanVolunteer> &v, const std::vector<size_t> &order, size_t s)
+{
+    const PlanVolunteer &self = v[order[s]];
+    if (order.size() < 2)
+        return self.capacity.bandwidthBytesPerSecond;
+    double slowest = std::numeric_limits<double>::infinity();
+    for (const size_t n : {s - 1, s + 1}) {
+        if (n >= order.size()) // s - 1 wraps around at the root
+            continue;
+        const auto it = self.uploadTo.find(v[order[n]].id);
+        slowest = std::min(
+            slowest, it != self.uploadTo.end() && it->second > 0 ? it->second : self.capacity.bandwidthBytesPerSecond);
+    }
+    return slowest;
+}
+
+} // namespace
+
 PipelinePlan planPipeline(const PlanModel &m, const std::vector<PlanVolunteer> &v, const std::vector<size_t> &members)
 {
     if (members.empty())
@@ -143,6 +170,7 @@ PipelinePlan planPipeline(const PlanModel &m, const std::vector<PlanVolunteer> &
         size_t relayedLinks = 0;
         for (size_t s = 0; s < candidate.size(); ++s) {
             model::StageDevice d = deviceOf(v[candidate[s]]);
+            d.linkBytesPerSecond = stageUpload(v, candidate, s);
             if (m.relayBytesPerSecond > 0 && (relayed(s) || (s > 0 && relayed(s - 1))))
                 d.linkBytesPerSecond = std::min(d.linkBytesPerSecond, m.relayBytesPerSecond);
             relayedLinks += relayed(s);

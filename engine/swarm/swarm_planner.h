@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct PlanVolunteer
 {
     std::string id;
     Capacity capacity;
+    /// Its upload to other volunteers, by their id, measured on the links between them
+    /// (bytes/s). Where a pipeline link has a figure it stands for that link instead of
+    /// capacity.bandwidthBytesPerSecond, which is measured to the coordinator.
+    std::map<std::string, double> uploadTo;
 };
 
 /// The holders of one layer range, one per cluster, in cluster order: they average
@@ -62,7 +67,9 @@ struct SwarmPlan
 ModelDemand demandOf(const PlanModel &model);
 
 /// The best pipeline for these volunteers: the order of stages (all orders for up to
-/// six members, else fastest first) and the cut for that order. Two unreachable
+/// six members, else fastest first) and the cut for that order. A stage's upload is the
+/// slower of its links to its neighbours: each the measured figure (uploadTo) where
+/// there is one, else the volunteer's own bandwidth. Two unreachable
 /// neighbours link through the relay: their link is charged the relay's bandwidth, and
 /// of orders equally fast the one with the fewest relayed links wins, so an unreachable
 /// volunteer goes next to reachable ones where it can.

@@ -429,6 +429,36 @@ private Q_SLOTS:
         QVERIFY(undone > 0);
     }
 
+    // Measured links reach the next cut: in a cluster of three alike volunteers, a slow
+    // link measured between two of them puts the third between them once the cluster is
+    // re-cut (here for a straggler); without it the re-cut keeps them side by side.
+    void measuredLinksReachTheNextCut()
+    {
+        const auto memory = int64_t(double(swarm::demandOf(mlp()).memoryBytes) * 0.7);
+        const std::vector<std::pair<std::string, swarm::Capacity>> v{
+            {"a", {50, memory, 100e6}}, {"b", {50, memory, 100e6}}, {"c", {50, memory, 100e6}}};
+        const auto orderAfterRecut = [&](bool slowLink) {
+            PlanState s(mlp(), {5, 40, 80, 3}); // one cluster of three
+            s.apply({}, v);
+            s.planAll();
+            if (slowLink) { // 100 kB/s between a and b, both ways
+                s.setMeasuredLinks("a", {{"b", 1e5}});
+                s.setMeasuredLinks("b", {{"a", 1e5}});
+            }
+            s.recalibrate("c", 0.9);
+            std::string order;
+            for (const auto &p : s.plan().pipelines)
+                for (size_t i : p.stages)
+                    order += s.ids()[i];
+            return order;
+        };
+        const std::string without = orderAfterRecut(false), with = orderAfterRecut(true);
+        qInfo("stage order after the re-cut: %s without measured links, %s with", without.c_str(), with.c_str());
+        QCOMPARE(without.size(), size_t(3)); // one cluster of three
+        QVERIFY(without[1] != 'c');
+        QCOMPARE(with[1], 'c');
+    }
+
     void restoresFromJson()
     {
         const auto v = population(40, 13);

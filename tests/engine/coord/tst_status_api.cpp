@@ -137,7 +137,10 @@ private Q_SLOTS:
         for (int i = 0; i < 4; ++i) {
             m_nodes.push_back(std::make_unique<test::TestNode>());
             m_nodes.back()->start(*m_net, m_coordinator->coordinatorAddress(), 50, memory);
-            m_nodes.back()->client->report({100.0 + i, 10, 0.5, coord::NodeActivity::Training, 640, 0.9});
+            coord::NodeReport report{100.0 + i, 10, 0.5, coord::NodeActivity::Training, 640, 0.9};
+            if (i == 0) // its measured link to a neighbour: the operator's view shows it
+                report.links["peer-of-node-0"] = {6.25e6, 41'000};
+            m_nodes.back()->client->report(report);
         }
         QVERIFY(test::eventually(
             [&] { return std::all_of(m_nodes.begin(), m_nodes.end(), [](const auto &n) { return n->training(); }); }));
@@ -224,17 +227,27 @@ private Q_SLOTS:
         QVERIFY(!pub.json.contains("coordinator") && !pub.json.contains("join"));
         QCOMPARE(pub.json["nodes"].toArray().size(), 4);
         for (const auto &n : pub.json["nodes"].toArray())
-            for (const char *hidden : {"address", "gflops", "memory_bytes", "upload_bytes_per_second"})
+            for (const char *hidden : {"address", "gflops", "memory_bytes", "upload_bytes_per_second", "links"})
                 QVERIFY2(!n.toObject().contains(QLatin1String(hidden)), hidden);
 
         const Reply full = c.request(http::verb::get, "/v1/status", "Bearer " + token);
         QCOMPARE(full.status, 200);
         QCOMPARE(full.json["view"].toString(), QStringLiteral("full"));
         QCOMPARE(full.json["coordinator"].toString().toStdString(), m_coordinator->address());
+        int withLinks = 0;
         for (const auto &n : full.json["nodes"].toArray()) {
             QVERIFY2(n.toObject()["address"].toString().startsWith("127.0.0.1:"), full.body.c_str());
             QVERIFY(n.toObject()["gflops"].toDouble() > 0);
+            const auto links = n.toObject()["links"].toArray();
+            if (links.isEmpty())
+                continue;
+            ++withLinks;
+            QCOMPARE(links.size(), 1);
+            QCOMPARE(links[0].toObject()["peer"].toString(), QStringLiteral("peer-of-node-0"));
+            QCOMPARE(links[0].toObject()["upload_bytes_per_second"].toDouble(), 6.25e6);
+            QCOMPARE(links[0].toObject()["round_trip_us"].toInt(), 41'000);
         }
+        QCOMPARE(withLinks, 1);
         QCOMPARE(full.json["nodes"].toArray().size(), 4);
 
         // A wrong token is refused, not quietly given the public view.

@@ -276,6 +276,21 @@ private Q_SLOTS:
         wire::Envelope paddedPing;
         paddedPing.mutable_ping()->set_padding(std::string(net::kMaxPingPaddingBytes + 1, '\0'));
         row("ping padded over 60 KiB", frameOf(paddedPing), WireError::LimitExceeded, "padding of 61441 bytes");
+        const auto linkFigure = [](double upload) {
+            wire::Envelope e;
+            auto *l = e.mutable_heartbeat()->mutable_metrics()->add_links();
+            l->set_peer_id("bb22");
+            l->set_upload_bytes_per_second(upload);
+            return e;
+        };
+        row("a link figure with a negative upload", frameOf(linkFigure(-1)), WireError::LimitExceeded,
+            "not a finite, non-negative");
+        row("a link figure with a NaN upload", frameOf(linkFigure(std::nan(""))), WireError::LimitExceeded,
+            "not a finite, non-negative");
+        wire::Envelope manyLinks;
+        for (int i = 0; i < 5000; ++i)
+            manyLinks.mutable_heartbeat()->mutable_metrics()->add_links()->set_peer_id("p");
+        row("too many link figures", frameOf(manyLinks), WireError::LimitExceeded, "link figures");
         Bytes badCrc = encoded(test::sampleMessages()[7]); // Gradients: one tensor, a 4-byte trailer
         badCrc[badCrc.size() - 5] ^= 1;
         row("bad checksum", badCrc, WireError::BadChecksum, "CRC-32C");

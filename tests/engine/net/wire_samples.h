@@ -78,6 +78,10 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(RegisterReply{"dd44", "-----BEGIN CERTIFICATE-----", "-----BEGIN CERTIFICATE-----", run, a, 1000});
     m.push_back(Heartbeat{9, 4, {123.5, 77, 0.25, NodeActivity::Training, 4928, 0.75}});
     m.push_back(Heartbeat{10, 4, {0, 77, 0.25, NodeActivity::Paused, 4928, 0, AwayReason::OnBattery, 3600, 812.5}});
+    NodeMetrics withLinks{50, 12, 0.5, NodeActivity::Training, 640, 0.5};
+    withLinks.complaints = {{"ee55", 2}};
+    withLinks.links = {{"bb22", 6.25e6, 41'000}, {"cc33", 0, 0}};
+    m.push_back(Heartbeat{11, 4, withLinks});
     m.push_back(HeartbeatAck{9, 5, 4500});
     m.push_back(AssignmentUpdate{a});
     m.push_back(AssignmentUpdate{AssignmentInfo{}});

@@ -181,6 +181,47 @@ private Q_SLOTS:
         QVERIFY(bothUp(dialler, other, 15s));
     }
 
+    // Each link times its upload as it opens, with padded pings its peer's link answers:
+    // through a relay that holds each direction to 2 MB/s both ends read about that. The
+    // probe's pongs are not handed to the node, and a peer no longer wanted has no figure.
+    void eachLinkMeasuresItsUpload()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        relay::RelaySettings settings;
+        settings.bytesPerSecondPerPair = 2'000'000;
+        relay::RelayServer server(settings);
+        net::NetContext net;
+        Node a(net, ca), b(net, ca);
+        auto [asker, waiter] = bothBehindNat(a, b);
+        grantPair(server, asker, waiter);
+        QVERIFY(bothUp(asker, waiter, 15s));
+        const auto measured = [](Node &n) { return !n.mesh->linkFigures().empty(); };
+        QVERIFY(test::waitFor(
+            [&] {
+                a.mesh->tick();
+                b.mesh->tick();
+                return measured(a) && measured(b);
+            },
+            30s));
+        for (Node *n : {&a, &b}) {
+            const Node &peer = n == &a ? b : a;
+            const auto figures = n->mesh->linkFigures();
+            QCOMPARE(figures.size(), size_t(1));
+            const net::LinkFigure &f = figures.front();
+            qInfo("upload measured through the relay: %.2f MB/s, round trip %.1f ms", f.uploadBytesPerSecond / 1e6,
+                  double(f.roundTripUs) / 1e3);
+            QCOMPARE(f.peerId, peer.identity.nodeId());
+            QVERIFY2(f.uploadBytesPerSecond > 1.0e6 && f.uploadBytesPerSecond < 2.6e6,
+                     qPrintable(QString::number(f.uploadBytesPerSecond)));
+            QVERIFY(f.roundTripUs > 0);
+            std::lock_guard lock(n->mutex);
+            for (const auto &m : n->received)
+                QVERIFY(!std::holds_alternative<net::Pong>(m));
+        }
+        a.mesh->setPeers({}, true);
+        QVERIFY(a.mesh->linkFigures().empty());
+    }
+
     // A re-plan takes away a peer this node dialled in vain (it had dropped this node
     // first): no relay is asked for it any more, not even once from the change itself.
     void aPeerNoLongerWantedIsNotAskedFor()

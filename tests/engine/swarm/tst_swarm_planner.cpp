@@ -147,6 +147,28 @@ private Q_SLOTS:
         QCOMPARE(planPipeline(m, v, {0, 1}).samplesPerSecond, direct);
     }
 
+    // Measured links stand for the volunteers' own figures on the links they describe:
+    // a slow link between two volunteers keeps them apart, and a fast one lifts a
+    // pipeline whose registered uploads were low.
+    void measuredLinksChooseTheNeighbours()
+    {
+        std::vector<PlanVolunteer> v = volunteers(3, 0.7);
+        QCOMPARE(planPipeline(mlp(), v, {0, 1, 2}).stages, (std::vector<size_t>{0, 1, 2})); // alike: the first order
+        v[0].uploadTo["node-1"] = 1e5; // 100 kB/s between node-0 and node-1, both ways
+        v[1].uploadTo["node-0"] = 1e5;
+        v[0].uploadTo["node-2"] = 100e6; // as registered: no reason to prefer another
+        const PipelinePlan apart = planPipeline(mlp(), v, {0, 1, 2});
+        QCOMPARE(apart.stages, (std::vector<size_t>{0, 2, 1}));
+
+        std::vector<PlanVolunteer> w = volunteers(2, 0.7);
+        w[0].capacity.bandwidthBytesPerSecond = w[1].capacity.bandwidthBytesPerSecond = 1e5;
+        const double registered = planPipeline(mlp(), w, {0, 1}).samplesPerSecond;
+        w[0].uploadTo["node-1"] = 100e6;
+        w[1].uploadTo["node-0"] = 100e6;
+        const double measured = planPipeline(mlp(), w, {0, 1}).samplesPerSecond;
+        QVERIFY2(measured > 10 * registered, qPrintable(QString("%1 vs %2").arg(measured).arg(registered)));
+    }
+
     void keepsUnchangedPipelines()
     {
         const auto v = volunteers(4, 0.7);
