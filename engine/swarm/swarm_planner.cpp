@@ -21,8 +21,8 @@ model::StageDevice deviceOf(const PlanVolunteer &v)
 // Every order of `members` that differs in what a stage gets, in the order a search
 // over all their permutations (from the smallest ids) meets them first. Members alike
 // (the same capacity and reachability, and no measured links between members) are
-// interchangeable: an order that only swaps them cuts the same, so it is left out. Six members have 720 orders; a swarm of
-// identical machines has one.
+// interchangeable: an order that only swaps them cuts the same, so it is left out. Six
+// members have 720 orders; a swarm of identical machines has one.
 std::vector<std::vector<size_t>> distinctOrders(const std::vector<PlanVolunteer> &v, std::vector<size_t> members)
 {
     std::sort(members.begin(), members.end());
