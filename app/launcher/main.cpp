@@ -42,7 +42,7 @@ int main(int argc, char **argv)
     int poisoner = 0;
     std::string misbehaviour = "ring-poison";
     int withoutData = 0;
-    bool fresh = false, quiet = false, throughRelay = false, overlap = false, stragglers = false;
+    bool fresh = false, quiet = false, verbose = false, throughRelay = false, overlap = false, stragglers = false;
     CLI::App p("Starts a Rookery swarm on this machine: a coordinator and N nodes, each its own process,\n"
                "talking over TLS on loopback. Nodes killed by a signal are restarted and resume from their\n"
                "checkpoints. Exits when the run is complete.",
@@ -103,6 +103,9 @@ int main(int argc, char **argv)
                  "claim-little-memory (a profile claiming 512 KiB of memory), or several, comma-separated")
         ->type_name("KINDS");
     p.add_flag("--quiet", quiet, "print only the nodes' main events, not their progress lines");
+    p.add_flag("--verbose", verbose,
+               "print the programs' info log lines too (links measured, re-plans, ring rounds), not only their "
+               "main events");
     p.add_flag("--overlap-averaging", overlap,
                "averaging rounds run beside training, on a snapshot of the weights (the coordinator's "
                "--overlap-averaging)");
@@ -180,7 +183,7 @@ int main(int argc, char **argv)
                 finalAccuracy.emplace("cluster " + m[1].str(), m[3].str() + "%"); // the first word stands
             if (quiet && line.rfind("step ", 0) == 0)
                 return;
-            if (line.rfind("info ", 0) == 0)
+            if (!verbose && line.rfind("info ", 0) == 0)
                 return; // the log's copy of what the programs print themselves
             std::printf("[%s] %s\n", who.c_str(), line.c_str());
         });
