@@ -51,6 +51,13 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
         });
     };
     ce.assignmentChanged = [&d](const coord::Assignment &a) {
+        // A stage that will be rebuilt gets no more messages meanwhile: they wait for
+        // its successor (follow() rebuilds it, or releases them to it).
+        if (const auto stage = d.stage.current(); stage && !stage->assignment().samePlacement(a)) {
+            const auto phase = stage->phase();
+            if (phase != AssignedStage::Phase::Finishing && phase != AssignedStage::Phase::Finished)
+                d.stage.hold();
+        }
         std::lock_guard lock(d.mutex);
         d.newAssignment = a;
         d.wake.notify_all();

@@ -25,6 +25,7 @@ void StageSlot::replace(std::shared_ptr<AssignedStage> stage)
             for (auto &[peer, m] : std::exchange(m_early, {}))
                 stage->deliver(peer, std::move(m));
         old = std::exchange(m_stage, std::move(stage));
+        m_held = false;
     }
     // The network thread may hold a copy for a moment (a message or link event in
     // flight). Let it finish, so that the destructor, which joins the stage's threads
@@ -34,13 +35,28 @@ void StageSlot::replace(std::shared_ptr<AssignedStage> stage)
     old.reset(); // checkpoints and joins, outside the lock
 }
 
+void StageSlot::hold()
+{
+    std::lock_guard lock(m_mutex);
+    m_held = m_stage != nullptr;
+}
+
+void StageSlot::release()
+{
+    std::lock_guard lock(m_mutex); // held while replaying, so that later messages come after
+    if (!std::exchange(m_held, false) || !m_stage)
+        return;
+    for (auto &[peer, m] : std::exchange(m_early, {}))
+        m_stage->deliver(peer, std::move(m));
+}
+
 void StageSlot::deliver(const std::string &peer, net::Message &&message)
 {
     std::shared_ptr<AssignedStage> stage;
     {
         std::lock_guard lock(m_mutex);
         stage = m_stage;
-        if (!stage) {
+        if (!stage || m_held) {
             if (m_early.size() >= kMaxEarly)
                 m_early.pop_front();
             m_early.emplace_back(peer, std::move(message));

@@ -17,7 +17,9 @@ class AssignedStage;
 /// link events go to the stage there is (whose StageRouter takes them on); messages that
 /// come while there is none are kept, up to kMaxEarly (the oldest dropped), and replayed
 /// in order into the next stage. A neighbour that started its stage sooner may already
-/// be sending activations, or averaging; the new stage drops what is not for it.
+/// be sending activations, or averaging; the new stage drops what is not for it. Once
+/// a new assignment is known (hold()), messages are kept even while the old stage is
+/// still in place.
 ///
 /// Thread safety: replace() and current() on the control thread (current() from any);
 /// deliver(), linkChanged() and writable() on the network thread.
@@ -38,6 +40,14 @@ public:
     /// and joins its threads), after the network thread is done with it.
     void replace(std::shared_ptr<AssignedStage> stage);
 
+    /// A new assignment moves the current stage elsewhere: from now until the next
+    /// replace(), messages are kept for the next stage instead of reaching this one,
+    /// which would drop what its successor needs (a neighbour that restarted sooner
+    /// sends activations for the new cut, and a pipeline missing them waits a minute).
+    void hold();
+    /// The assignment kept the stage after all: what was kept reaches it, in order.
+    void release();
+
     void deliver(const std::string &peer, net::Message &&message);
     void linkChanged(const std::string &peer, bool up);
     void writable(const std::string &peer);
@@ -45,6 +55,7 @@ public:
 private:
     mutable std::mutex m_mutex;
     std::shared_ptr<AssignedStage> m_stage;
+    bool m_held = false; ///< hold(): deliveries wait for the next stage
     std::deque<std::pair<std::string, net::Message>> m_early;
 };
 

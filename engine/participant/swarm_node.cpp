@@ -80,8 +80,10 @@ bool NodeRun::follow(const coord::Assignment &a)
         // A stage that has trained to the end keeps its place until it leaves:
         // re-plans made as the others leave are not new work for it.
         if (auto running = m_node.stage.current(); running && (running->phase() == AssignedStage::Phase::Finishing ||
-                                                               running->phase() == AssignedStage::Phase::Finished))
+                                                               running->phase() == AssignedStage::Phase::Finished)) {
+            m_node.stage.release();
             return true;
+        }
     }
     const bool placementChanged = !m_current || !m_current->samePlacement(a);
     const bool ringsOnly = placementChanged && m_current && m_current->keepsStage(a);
@@ -120,6 +122,7 @@ bool NodeRun::follow(const coord::Assignment &a)
     } else if (dialsChanged) { // the same stage; who dials whom changed
         m_mesh->setPeers(peersOf(a), a.unreachable);
     }
+    m_node.stage.release(); // the stage stayed: messages kept since the assignment came reach it
     return true;
 }
 
