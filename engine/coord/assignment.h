@@ -205,6 +205,9 @@ struct NodeReport
     std::map<std::string, int64_t> complaints;
     /// Its links to its neighbours as it measured them, by peer id.
     std::map<std::string, LinkMeasure> links;
+    /// The compute its CPU caps offer now over what they offered when it registered
+    /// (its volunteer changed them since); 0: unknown, as 1.
+    double computeOfferScale = 0;
     bool operator==(const NodeReport &) const = default;
 };
 

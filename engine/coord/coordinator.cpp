@@ -202,6 +202,7 @@ void Coordinator::Impl::work()
             if (probe)
                 probe->tick(now);
             maybePlan(now);
+            checkOffers();
             checkStragglers(now);
             checkClaims(now);
             trimMemory(now);

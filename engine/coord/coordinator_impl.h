@@ -77,6 +77,12 @@ struct Coordinator::Impl
     Published publishPlacements(Clock::time_point now, bool hold);
     void checkStragglers(Clock::time_point now); ///< coordinator_stragglers.cpp
     void checkClaims(Clock::time_point now);     ///< coordinator_stragglers.cpp
+    /// Nodes whose volunteers changed their CPU caps: their clusters re-cut for the
+    /// compute they offer now (coordinator_stragglers.cpp).
+    void checkOffers();
+    /// After a re-cut outside a planning round: tell the nodes, store the plan.
+    void publishRecut(Clock::time_point now);
+    bool severalClustersWork() const;
     std::vector<StageSpeed> stageSpeeds() const; ///< placed, training stages: plan against measurement
     StatusDocument statusDocument(StatusView view);
     StatusInputs statusInputs();
@@ -114,6 +120,7 @@ struct Coordinator::Impl
     std::optional<Clock::time_point> trimAt;    ///< when to return freed heap pages to the system
     std::optional<Clock::time_point> heldSince; ///< since when a storm's growth is held back from placed nodes
     StragglerWatch stragglers;
+    std::map<std::string, double> offerPending; ///< compute offer scales not yet taken by the plan
     Clock::time_point nextStragglerCheck;
     ClaimWatch claims;
     std::set<std::string> claimNoted; ///< nodes whose first measurement against their claim was logged

@@ -72,11 +72,7 @@ void Coordinator::Impl::checkStragglers(Clock::time_point now)
     if (settings.stragglerCheckInterval.count() <= 0 || now < nextStragglerCheck || !plan.isWorking())
         return;
     nextStragglerCheck = now + settings.stragglerCheckInterval;
-    // A lone cluster is not judged: layers its re-cut moves would be asked of the node
-    // that gave them up, which serves only its new range. With two or more, every
-    // layer also lives in another cluster, whose holder is named instead.
-    const auto &pipelines = plan.plan().pipelines;
-    if (std::count_if(pipelines.begin(), pipelines.end(), [](const auto &p) { return !p.stages.empty(); }) < 2)
+    if (!severalClustersWork())
         return;
     takeMeasuredLinks();
     const auto speeds = stageSpeeds();
@@ -97,8 +93,22 @@ void Coordinator::Impl::checkStragglers(Clock::time_point now)
                                 " of the speed of the others holding its layers; re-cutting cluster " +
                                 std::to_string(change.changedClusters.front()) + " to move layers away from it");
     }
-    if (!changed)
-        return;
+    if (changed)
+        publishRecut(now);
+}
+
+// A lone cluster is not re-cut: layers a re-cut moves would be asked of the node that
+// gave them up, which serves only its new range. With two or more, every layer also
+// lives in another cluster, whose holder is named instead.
+bool Coordinator::Impl::severalClustersWork() const
+{
+    const auto &pipelines = plan.plan().pipelines;
+    return plan.isWorking() &&
+           std::count_if(pipelines.begin(), pipelines.end(), [](const auto &p) { return !p.stages.empty(); }) >= 2;
+}
+
+void Coordinator::Impl::publishRecut(Clock::time_point now)
+{
     publishPlacements(now, false);
     {
         std::lock_guard lock(summaryMutex);
@@ -107,6 +117,28 @@ void Coordinator::Impl::checkStragglers(Clock::time_point now)
     }
     ++statusVersion;
     store.savePlan(run.runId, plan.toJson());
+}
+
+void Coordinator::Impl::checkOffers()
+{
+    for (const auto &[id, scale] : registry->takeOfferScales())
+        offerPending[id] = scale;
+    if (offerPending.empty() || !severalClustersWork()) // kept until clusters can be re-cut
+        return;
+    bool changed = false;
+    for (const auto &[id, scale] : std::exchange(offerPending, {})) {
+        const PlanChange change = plan.setComputeOfferScale(id, scale);
+        if (change.changedClusters.empty())
+            continue;
+        changed = true;
+        char text[200];
+        std::snprintf(text, sizeof text,
+                      "'s CPU caps now offer %.2f of the compute it registered with; re-cutting cluster %d for it",
+                      scale, change.changedClusters.front());
+        log::warning(kArea, "node " + id.substr(0, 12) + text);
+    }
+    if (changed)
+        publishRecut(Clock::now());
 }
 
 } // namespace rookery::coord

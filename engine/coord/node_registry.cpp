@@ -272,6 +272,12 @@ std::map<std::string, std::map<std::string, double>> NodeRegistry::takeMeasuredL
     return std::exchange(m_linksChanged, {});
 }
 
+std::map<std::string, double> NodeRegistry::takeOfferScales()
+{
+    std::lock_guard lock(m_mutex);
+    return std::exchange(m_offersChanged, {});
+}
+
 std::vector<NodeStatus> NodeRegistry::snapshot() const
 {
     std::lock_guard lock(m_mutex);

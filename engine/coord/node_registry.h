@@ -196,6 +196,9 @@ public:
     /// The measured uploads to neighbours (bytes/s by peer id) of every node whose
     /// heartbeats changed them since the last call, whole, by node id.
     std::map<std::string, std::map<std::string, double>> takeMeasuredLinks();
+    /// The compute offer scales (NodeMetrics.compute_offer_scale) that changed since the
+    /// last call, by node id.
+    std::map<std::string, double> takeOfferScales();
 
     std::vector<NodeStatus> snapshot() const;
     RegistryCounters counters() const;
@@ -257,6 +260,7 @@ private:
     net::BanList m_banned; // quarantined node ids, pushed to every node (newest last)
     /// Link figures changed since takeMeasuredLinks(), by node id.
     std::map<std::string, std::map<std::string, double>> m_linksChanged;
+    std::map<std::string, double> m_offersChanged; ///< since takeOfferScales()
 };
 
 } // namespace rookery::coord

@@ -226,7 +226,8 @@ void NodeRegistry::onRegister(const std::shared_ptr<net::Link> &link, const net:
                          rec.name + "' at " + rec.listenAddress +
                          (fresh ? "" : " (was " + std::string(presenceName(was)) + ")"));
     rec.toldInterval = rec.allowedInterval = m_pace;
-    rec.report.links.clear(); // its next figures reach the planner, which may have dropped it meanwhile
+    rec.report.links.clear();         // its next figures reach the planner, which may have dropped it meanwhile
+    rec.report.computeOfferScale = 0; // the registration has its caps of now; what changes later counts
     out.send(link, net::Message(net::RegisterReply{nodeId, certificate, m_ca.certificatePem(), m_config.run,
                                                    toWire(rec.assignment), uint32_t(m_pace.count())}));
     if (!m_banned.nodeIds.empty())
@@ -265,6 +266,8 @@ void NodeRegistry::onHeartbeat(const std::shared_ptr<net::Link> &link, const net
             if (link.uploadBytesPerSecond > 0 && rates.size() < kMaxLinkFigures && peer != rec.nodeId)
                 rates[peer] = link.uploadBytesPerSecond;
     }
+    if (rec.report.computeOfferScale > 0 && rec.report.computeOfferScale != before.computeOfferScale)
+        m_offersChanged[rec.nodeId] = rec.report.computeOfferScale;
     ++rec.heartbeats;
     ++m_counters.heartbeats;
     rec.allowedInterval = std::max(rec.toldInterval, m_pace);

@@ -2,6 +2,7 @@
 #include "engine/coord/plan_state.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -88,6 +89,7 @@ void PlanState::setMeasuredLinks(const std::string &nodeId, std::map<std::string
 void PlanState::erase(size_t index)
 {
     m_uploadTo.erase(m_ids[index]);
+    m_offerScale.erase(m_ids[index]);
     m_ids.erase(m_ids.begin() + long(index));
     m_capacities.erase(m_capacities.begin() + long(index));
     m_clusterOf.erase(m_clusterOf.begin() + long(index));
@@ -120,16 +122,31 @@ void PlanState::complete(const std::vector<int> &changed)
     }
 }
 
+bool PlanState::hasPipeline(size_t i) const
+{
+    const int cluster = m_clusterOf[i];
+    return m_hasPlan && cluster >= 0 && size_t(cluster) < m_plan.pipelines.size() &&
+           !m_plan.pipelines[size_t(cluster)].stages.empty();
+}
+
 PlanChange PlanState::recalibrate(const std::string &nodeId, double factor)
+{
+    const size_t i = indexOf(nodeId);
+    if (i >= m_ids.size() || !hasPipeline(i) || !(factor > 0) || factor >= 1)
+        return {};
+    return rescaleCompute(nodeId, factor);
+}
+
+PlanChange PlanState::rescaleCompute(const std::string &nodeId, double factor)
 {
     PlanChange change;
     const size_t i = indexOf(nodeId);
-    if (i >= m_ids.size() || !m_hasPlan || !(factor > 0) || factor >= 1)
-        return change;
-    const int cluster = m_clusterOf[i];
-    if (cluster < 0 || size_t(cluster) >= m_plan.pipelines.size() || m_plan.pipelines[size_t(cluster)].stages.empty())
+    if (i >= m_ids.size() || !(factor > 0) || !std::isfinite(factor) || factor == 1)
         return change;
     m_capacities[i].gflops *= factor;
+    if (!hasPipeline(i))
+        return change;
+    const int cluster = m_clusterOf[i];
     const auto cutsBefore = m_plan.pipelines[size_t(cluster)].partition.cuts();
     const auto orderBefore = m_plan.pipelines[size_t(cluster)].stages;
     complete({cluster});
@@ -137,6 +154,19 @@ PlanChange PlanState::recalibrate(const std::string &nodeId, double factor)
     if (now.partition.cuts() != cutsBefore || now.stages != orderBefore)
         change.changedClusters = {cluster}; // else no cut suits it better: nothing moves
     return change;
+}
+
+PlanChange PlanState::setComputeOfferScale(const std::string &nodeId, double scale)
+{
+    if (indexOf(nodeId) >= m_ids.size() || !(scale > 0) || !std::isfinite(scale))
+        return {};
+    const auto it = m_offerScale.find(nodeId);
+    const double applied = it != m_offerScale.end() ? it->second : 1.0;
+    const double factor = scale / applied;
+    if (factor < kOfferChange && factor > 1 / kOfferChange)
+        return {};
+    m_offerScale[nodeId] = scale;
+    return rescaleCompute(nodeId, factor);
 }
 
 bool PlanState::isWorking() const
@@ -178,6 +208,7 @@ PlanChange PlanState::apply(const std::vector<std::string> &leaves,
             if (m_clusterOf[i] >= 0 && keepClustersOf.count(m_ids[i]))
                 closed.insert(m_clusterOf[i]);
     for (const auto &[id, capacity] : joins) {
+        m_offerScale.erase(id); // its capacity is what it registered with, from now
         if (const size_t i = indexOf(id); i < m_ids.size()) {
             m_capacities[i] = capacity; // already here: take the newer profile, keep the place
             continue;

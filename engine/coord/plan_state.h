@@ -93,6 +93,16 @@ public:
     /// suits it better (it may hold a single layer that cannot be split), for unknown
     /// ids and for clusters without a pipeline.
     PlanChange recalibrate(const std::string &nodeId, double factor);
+    /// A volunteer's compute is `factor` times what the plan has (its CPU caps changed):
+    /// its capacity scales, either way, and its cluster is re-cut if it has a pipeline.
+    /// Members stay. No change for unknown ids or a factor that is not positive.
+    PlanChange rescaleCompute(const std::string &nodeId, double factor);
+    /// A volunteer's CPU caps now offer `scale` times the compute it registered with
+    /// (its heartbeats' compute_offer_scale). Once that differs from the scale last
+    /// applied by kOfferChange or more, either way, its capacity follows
+    /// (rescaleCompute). A join resets it: the registration has the caps of its day.
+    PlanChange setComputeOfferScale(const std::string &nodeId, double scale);
+    static constexpr double kOfferChange = 1.5;
 
     /// A volunteer's measured uploads to its neighbours, by their node ids (its
     /// heartbeats' link figures), whole: the next cut of its cluster uses them. Nothing is
@@ -116,6 +126,7 @@ public:
 private:
     std::vector<swarm::PlanVolunteer> volunteers() const;
     size_t indexOf(const std::string &nodeId) const;
+    bool hasPipeline(size_t index) const; ///< its cluster has a pipeline
     void erase(size_t index);
     void complete(const std::vector<int> &changed);
     void undoBreakingArrivals(const std::vector<std::string> &arrivals, const std::set<int> &working);
@@ -126,6 +137,7 @@ private:
     std::vector<std::string> m_ids;
     std::vector<swarm::Capacity> m_capacities;
     std::map<std::string, std::map<std::string, double>> m_uploadTo; ///< measured links, by node id
+    std::map<std::string, double> m_offerScale; ///< compute offer scales applied, by node id (absent: 1)
     std::vector<int> m_clusterOf;
     bool m_hasPlan = false;
     swarm::SwarmPlan m_plan;

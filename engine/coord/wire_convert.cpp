@@ -146,6 +146,7 @@ net::NodeMetrics toWire(const NodeReport &r)
         m.complaints.emplace_back(peer, uint64_t(std::max<int64_t>(0, refused)));
     for (const auto &[peer, link] : r.links)
         m.links.push_back({peer, link.uploadBytesPerSecond, uint64_t(std::max<int64_t>(0, link.roundTripUs))});
+    m.computeOfferScale = r.computeOfferScale;
     return m;
 }
 
@@ -168,6 +169,7 @@ NodeReport fromWire(const net::NodeMetrics &m)
         r.complaints[peer] = clampI(refused);
     for (const auto &l : m.links)
         r.links[l.peerId] = {l.uploadBytesPerSecond, clampI(l.roundTripUs)};
+    r.computeOfferScale = m.computeOfferScale;
     return r;
 }
 

@@ -285,6 +285,8 @@ struct NodeMetrics
     std::vector<std::pair<std::string, uint64_t>> complaints;
     /// Its links to its neighbours as it measured them.
     std::vector<LinkFigure> links;
+    /// Its CPU caps' offer now over the one it registered with; 0 = unknown.
+    double computeOfferScale = 0;
     bool operator==(const NodeMetrics &) const = default;
 };
 

@@ -68,6 +68,7 @@ NodeMetrics fromWire(const wire::NodeMetrics &w)
         m.complaints.emplace_back(c.peer_id(), c.refused());
     for (const auto &l : w.links())
         m.links.push_back({l.peer_id(), l.upload_bytes_per_second(), l.round_trip_us()});
+    m.computeOfferScale = w.compute_offer_scale();
     return m;
 }
 

@@ -230,6 +230,7 @@ struct ToEnvelope
             l->set_upload_bytes_per_second(f.uploadBytesPerSecond);
             l->set_round_trip_us(f.roundTripUs);
         }
+        x->set_compute_offer_scale(m.metrics.computeOfferScale);
     }
     void operator()(const HeartbeatAck &m)
     {

@@ -167,6 +167,9 @@ std::string checkFields(const wire::Envelope &env, const WireLimits &limits)
                 return "a link figure's upload of " + std::to_string(rate) +
                        " bytes/s is not a finite, non-negative number";
         }
+        const double scale = env.heartbeat().metrics().compute_offer_scale();
+        if (!std::isfinite(scale) || scale < 0 || scale > 1e3)
+            return "a compute offer scale of " + std::to_string(scale) + " is not a number from 0 to 1000";
         return {};
     }
     default:

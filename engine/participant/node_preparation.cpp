@@ -167,6 +167,8 @@ PreparedNode prepareSwarmNode(SwarmNodeSettings &s)
                         std::move(test),
                         std::move(checkpoints),
                         claimedProfile(device::toJson(offered)),
+                        profile.profile,
+                        offered.gflopsAllThreads,
                         port,
                         advertisedAddress(s.bindAddress, s.publicAddress, port)};
 }

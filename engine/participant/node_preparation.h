@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/data/image_dataset.h"
+#include "engine/device/capability_profile.h"
 #include "engine/net/coordinator_address.h"
 #include "engine/net/identity.h"
 #include "engine/participant/swarm_node.h"
@@ -26,8 +27,11 @@ struct PreparedNode
     std::shared_ptr<const data::ImageDataset> test;
     std::unique_ptr<store::CheckpointStore> checkpoints;
     std::string profileJson; ///< the capability profile, as the coordinator reads it
-    uint16_t port = 0;       ///< where this node listens for its peers
-    std::string advertised;  ///< what it tells the coordinator: advertisedAddress()
+    /// As measured, before the caps: what a later offer (other caps) is made from.
+    device::CapabilityProfile measured;
+    double offeredGflops = 0; ///< what the caps offered at start, as registered (before any claim)
+    uint16_t port = 0;        ///< where this node listens for its peers
+    std::string advertised;   ///< what it tells the coordinator: advertisedAddress()
 };
 
 /// The listening address a node tells the coordinator, as "host:port":

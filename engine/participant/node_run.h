@@ -122,6 +122,9 @@ private:
     /// and how long the computer has slept.
     void sendReport(coord::NodeReport report, AssignedStage::Phase phase);
     bool readyToLeave(const StageProgress &p); // the stage finished: true when the node may go now
+    // Its CPU caps' offer now over the one it registered with (its volunteer may have
+    // changed them through the control API or the desktop); 0 when unknown.
+    double computeOfferScale() const;
     SwarmNodeSummary leave();
 
     SwarmNode::Impl &m_node;

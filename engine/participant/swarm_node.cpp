@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "engine/device/governor.h"
+#include "engine/device/offered_capacity.h"
 #include "engine/participant/node_activity.h"
 #include "engine/participant/node_run.h"
 
@@ -234,6 +235,7 @@ void NodeRun::sendReport(coord::NodeReport report, AssignedStage::Phase phase)
     }
     report.sleptSeconds = std::chrono::duration_cast<std::chrono::seconds>(m_slept).count();
     report.complaints = m_complaints->snapshot();
+    report.computeOfferScale = computeOfferScale();
     if (m_mesh) {
         const double cap = uploadCapBytesPerSecond(m_node.settings.governor);
         for (const auto &f : m_mesh->linkFigures())
@@ -241,6 +243,12 @@ void NodeRun::sendReport(coord::NodeReport report, AssignedStage::Phase phase)
                                       int64_t(std::min<uint64_t>(f.roundTripUs, uint64_t(1) << 62))};
     }
     m_client->report(report);
+}
+
+double NodeRun::computeOfferScale() const
+{
+    const double now = device::offeredProfile(m_prepared.measured, m_node.governor->settings()).gflopsAllThreads;
+    return m_prepared.offeredGflops > 0 && now > 0 ? now / m_prepared.offeredGflops : 0;
 }
 
 bool NodeRun::readyToLeave(const StageProgress &p)

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // A volunteer made 3x slower in a 2x2 swarm on loopback (rookery-local-swarm with the
 // straggler check on, each node capped at 24% CPU; one root stage lowered to 8%
-// through its control API, as the desktop's Settings do it). The coordinator finds it a
-// straggler by the stage speed it reports, re-cuts its cluster so that layers move away
-// from it, and the cluster then trains faster than while the straggler held its layers.
+// through its control API, as the desktop's Settings do it). The coordinator learns it
+// from the compute the node's caps now offer (its heartbeats), or else finds it a
+// straggler by the stage speed it reports; it re-cuts its cluster so that layers move
+// away from it, and the cluster then trains faster than while the straggler held them.
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -129,8 +131,19 @@ private Q_SLOTS:
             QStringLiteral("\\[node %1\\] joining the swarm at \\S+ as node ([0-9a-f]+)").arg(straggler));
         const auto id = joined.match(run.output);
         QVERIFY2(id.hasMatch(), qPrintable(run.events()));
-        const QString found = QStringLiteral("straggler: node %1").arg(id.captured(1).left(12));
-        QVERIFY2(run.waitFor([&] { return run.output.indexOf(found, cappedAt) >= 0; }, 120s), qPrintable(run.events()));
+        // Its heartbeats say what its caps offer now, so the coordinator re-cuts at once;
+        // the straggler check (its measured speed) would find it otherwise.
+        const QString straggling = QStringLiteral("straggler: node %1").arg(id.captured(1).left(12));
+        const QString offering = QStringLiteral("node %1's CPU caps now offer").arg(id.captured(1).left(12));
+        QVERIFY2(run.waitFor(
+                     [&] {
+                         return run.output.indexOf(straggling, cappedAt) >= 0 ||
+                                run.output.indexOf(offering, cappedAt) >= 0;
+                     },
+                     120s),
+                 qPrintable(run.events()));
+        const bool byOffer = run.output.indexOf(offering, cappedAt) >= 0;
+        qInfo("found by %s", byOffer ? "its offer" : "the straggler check");
         QVERIFY2(run.output.indexOf(QStringLiteral("re-cutting cluster"), cappedAt) >= 0, qPrintable(run.events()));
         QVERIFY2(run.waitFor([&] { return layersOf(run.output, straggler, cappedAt).has_value(); }, 60s),
                  qPrintable(run.events()));
@@ -155,13 +168,26 @@ private Q_SLOTS:
                  qPrintable(QStringLiteral("step %1 at the cap, %2 now\n").arg(stepAtCap).arg(stepOf(partner)) +
                             run.events()));
 
-        // Throughput afterwards: the cluster, straggler still at 8%, trains faster than
-        // while the straggler held its old layers.
+        // Throughput afterwards, once both re-cut stages train again (the straggler, at 8%,
+        // takes a while to stop its old stage and start the new one): the cluster,
+        // straggler still at 8%, trains faster than while the straggler held its old
+        // layers. When the re-cut came at once (the offer), the capped figure above was
+        // measured mostly after it; a root stage 3x slower allows a third of the speed
+        // before the cap (0.24-0.36 of it measured here while capped, when the straggler
+        // check re-cut 15 s later), so the bar is then 0.4 of it.
+        const auto restarted = Clock::now();
+        const int64_t stepAtRestart = stepOf(partner);
+        QVERIFY2(run.waitFor([&] { return stepOf(partner) > stepAtRestart + 20; }, 90s), qPrintable(run.events()));
+        qInfo("the re-cut cluster trains again %.1f s after its new assignment",
+              std::chrono::duration<double>(Clock::now() - restarted).count());
         const double rateAfter = rate(10s);
+        const double bar = byOffer ? 0.4 * rateBefore : rateSlow;
         qInfo("the straggler's cluster: %.1f steps/s before the cap, %.1f capped, %.1f after the re-cut", rateBefore,
               rateSlow, rateAfter);
-        QVERIFY2(rateAfter > rateSlow,
-                 qPrintable(QStringLiteral("%1 steps/s capped, %2 after the re-cut").arg(rateSlow).arg(rateAfter)));
+        QVERIFY2(rateAfter > bar, qPrintable(QStringLiteral("%1 steps/s before the cap, %2 capped, %3 after the re-cut")
+                                                 .arg(rateBefore)
+                                                 .arg(rateSlow)
+                                                 .arg(rateAfter)));
     }
 };
 

@@ -459,6 +459,46 @@ private Q_SLOTS:
         QCOMPARE(with[1], 'c');
     }
 
+    // A volunteer's changed CPU caps reach the plan: at a third of the compute it
+    // registered with, layers move away from it; a change under 1.5x moves nothing; back
+    // at its old caps it has its old capacity; a re-registration starts afresh.
+    void aChangedOfferReCutsItsCluster()
+    {
+        const auto memory = int64_t(double(swarm::demandOf(mlp()).memoryBytes) * 0.7);
+        PlanState s(mlp(), {5, 40, 80, 2}); // one cluster of two
+        s.apply({}, {{"a", {50, memory, 100e6}}, {"b", {50, memory, 100e6}}});
+        s.planAll();
+        const auto costs = model::layerCosts(mlp().spec, 1);
+        const auto flopsOfA = [&] { // forward FLOP of a's layers, one sample
+            const auto &p = s.plan().pipelines.front();
+            for (size_t k = 0; k < p.stages.size(); ++k)
+                if (s.ids()[p.stages[k]] == "a") {
+                    double f = 0;
+                    for (size_t l = p.partition.stages[k].firstLayer; l < p.partition.stages[k].lastLayer; ++l)
+                        f += costs[l].forwardFlops;
+                    return f;
+                }
+            return -1.0;
+        };
+        const auto gflopsOfA = [&] { return s.capacities()[0].gflops; };
+        const double before = flopsOfA();
+        QVERIFY(s.setComputeOfferScale("a", 0.8).changedClusters.empty()); // within 1.5x
+        QCOMPARE(gflopsOfA(), 50.0);
+        QVERIFY(s.setComputeOfferScale("nobody", 0.1).changedClusters.empty());
+        QVERIFY(s.setComputeOfferScale("a", std::nan("")).changedClusters.empty());
+        QCOMPARE(s.setComputeOfferScale("a", 1.0 / 3).changedClusters, std::vector<int>{0});
+        QCOMPARE(gflopsOfA(), 50.0 / 3);
+        qInfo("a's forward work: %.0f FLOP a sample at its old caps, %.0f at a third", before, flopsOfA());
+        QVERIFY(flopsOfA() < before);
+        s.setComputeOfferScale("a", 1.0);
+        QCOMPARE(gflopsOfA(), 50.0);
+        s.setComputeOfferScale("a", 1.0 / 3);
+        s.apply({}, {{"a", {20, memory, 100e6}}}); // registers again, with its caps of now
+        QCOMPARE(gflopsOfA(), 20.0);
+        s.setComputeOfferScale("a", 1.0 / 3); // relative to what it registered with now
+        QCOMPARE(gflopsOfA(), 20.0 / 3);
+    }
+
     void restoresFromJson()
     {
         const auto v = population(40, 13);

@@ -287,6 +287,9 @@ private Q_SLOTS:
             "not a finite, non-negative");
         row("a link figure with a NaN upload", frameOf(linkFigure(std::nan(""))), WireError::LimitExceeded,
             "not a finite, non-negative");
+        wire::Envelope offer;
+        offer.mutable_heartbeat()->mutable_metrics()->set_compute_offer_scale(-0.5);
+        row("a negative compute offer scale", frameOf(offer), WireError::LimitExceeded, "compute offer scale");
         wire::Envelope manyLinks;
         for (int i = 0; i < 5000; ++i)
             manyLinks.mutable_heartbeat()->mutable_metrics()->add_links()->set_peer_id("p");

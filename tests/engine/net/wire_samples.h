@@ -81,6 +81,7 @@ inline std::vector<net::Message> sampleMessages()
     NodeMetrics withLinks{50, 12, 0.5, NodeActivity::Training, 640, 0.5};
     withLinks.complaints = {{"ee55", 2}};
     withLinks.links = {{"bb22", 6.25e6, 41'000}, {"cc33", 0, 0}};
+    withLinks.computeOfferScale = 1.0 / 3;
     m.push_back(Heartbeat{11, 4, withLinks});
     m.push_back(HeartbeatAck{9, 5, 4500});
     m.push_back(AssignmentUpdate{a});
