@@ -201,6 +201,7 @@ void Coordinator::Impl::work()
             registry->tick(now);
             if (probe)
                 probe->tick(now);
+            takeMeasuredLinks(); // before anything here re-cuts a cluster
             maybePlan(now);
             checkOffers();
             checkStragglers(now);

@@ -64,7 +64,7 @@ struct Coordinator::Impl
     void trimMemory(Clock::time_point now);
     void round(Clock::time_point now, std::map<std::string, Pending> events, bool hold, bool full);
     /// The link figures nodes reported since the last call, into the planner (used at
-    /// the next cut of their clusters).
+    /// the next cut of their clusters); every pass of the worker, before it plans.
     void takeMeasuredLinks();
     /// `hold`: a registration storm is under way (holdStormGrowth).
     /// What a round told: assignments handed to the registry (it may skip some waiting

@@ -90,7 +90,6 @@ void Coordinator::Impl::takeMeasuredLinks()
 void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pending> events, bool hold, bool full)
 {
     const auto started = Clock::now();
-    takeMeasuredLinks();
     std::vector<std::string> leaves;
     std::vector<std::pair<std::string, swarm::Capacity>> joins;
     for (const auto &[id, p] : events) {

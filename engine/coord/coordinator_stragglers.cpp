@@ -74,7 +74,6 @@ void Coordinator::Impl::checkStragglers(Clock::time_point now)
     nextStragglerCheck = now + settings.stragglerCheckInterval;
     if (!severalClustersWork())
         return;
-    takeMeasuredLinks();
     const auto speeds = stageSpeeds();
     bool changed = false;
     for (const auto &s : stragglers.check(speeds, now)) {

@@ -22,6 +22,12 @@ std::string figureLine(const std::string &peer, const net::UploadProbe &probe)
 
 } // namespace
 
+void PeerMesh::State::keepFigure(const std::string &peer, const net::UploadProbe &probe)
+{
+    if (probe.bytesPerSecond() > 0)
+        figures[peer] = {peer, probe.bytesPerSecond(), uint64_t(std::max<int64_t>(0, probe.roundTrip().count()))};
+}
+
 void PeerMesh::State::startProbe(const std::string &peer, const std::shared_ptr<net::Link> &link)
 {
     std::lock_guard lock(probeMutex);
@@ -55,10 +61,8 @@ bool PeerMesh::State::probePong(const std::string &peer, const std::shared_ptr<n
             return false;
         if (!it->second.probe->done())
             return true;
-        const auto &probe = *it->second.probe;
-        if (probe.bytesPerSecond() > 0)
-            figures[peer] = {peer, probe.bytesPerSecond(), uint64_t(std::max<int64_t>(0, probe.roundTrip().count()))};
-        line = figureLine(peer, probe);
+        keepFigure(peer, *it->second.probe);
+        line = figureLine(peer, *it->second.probe);
         probes.erase(it);
     }
     log::info("mesh", line);
@@ -77,9 +81,7 @@ void PeerMesh::State::expireProbes(std::chrono::steady_clock::time_point now)
             }
             auto &probe = *it->second.probe;
             probe.finishEarly(); // a slow link still gets a figure from part of its burst
-            if (probe.bytesPerSecond() > 0)
-                figures[it->first] = {it->first, probe.bytesPerSecond(),
-                                      uint64_t(std::max<int64_t>(0, probe.roundTrip().count()))};
+            keepFigure(it->first, probe);
             lines.push_back(figureLine(it->first, probe));
             it = probes.erase(it);
         }

@@ -74,6 +74,7 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
     // Probes past their time end with what they have; those of closed links are dropped.
     void expireProbes(std::chrono::steady_clock::time_point now);
     void dropProbe(const std::shared_ptr<net::Link> &link);
+    void keepFigure(const std::string &peer, const net::UploadProbe &probe); // under probeMutex
 
     explicit State(net::NetContext &c)
         : context(c)
