@@ -78,6 +78,7 @@ void NetStageTransport::beginRun()
 {
     std::lock_guard lock(m_mutex);
     m_abort.reset();
+    m_tookThisRun = false;
     m_lastHeard = std::chrono::steady_clock::now();
     clearBackwardLocked();
     if (m_previous.empty()) {
@@ -124,6 +125,15 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
             return; // a microbatch of an older generation
         if (generation > m_generation) {
             // The root restarted the pipeline: whatever we held belongs to the old generation.
+            // A run that already worked on the old one ends here, without telling the
+            // neighbours (the root has moved on; the next stage sees the new generation
+            // as we pass it on): its stage holds forwards of the old generation, and the
+            // gradients it owes them would go out tagged with the new one, for
+            // microbatches the root never sent in it. The next run starts with these.
+            if (m_tookThisRun && !m_abort) {
+                m_abort = train::StopMessage{train::StopKind::Cancelled, m_stage,
+                                             "the root restarted the pipeline; this stage follows"};
+            }
             m_generation = generation;
             clearForwardLocked();
             clearBackwardLocked();
@@ -325,6 +335,7 @@ std::optional<train::StageMessage> NetStageTransport::takeLocked()
 {
     if (m_abort)
         return train::StageMessage(*m_abort);
+    m_tookThisRun = m_tookThisRun || !m_backward.empty() || !m_forward.empty();
     if (!m_backward.empty()) {
         m_backwardBytes -= m_backward.front().gradient.bytes;
         train::StageMessage m(std::move(m_backward.front()));

@@ -130,6 +130,9 @@ private:
     mutable std::mutex m_mutex;
     std::condition_variable m_changed;
     uint64_t m_generation = 0;
+    /// Non-root: this run has taken a message (from m_generation). A run belongs to one
+    /// generation: its stage holds forwards of it, and tags what it sends with it.
+    bool m_tookThisRun = false;
     std::deque<train::BackwardMessage> m_backward;
     std::deque<train::StageMessage> m_forward; // forward messages and Finished, in order
     size_t m_backwardBytes = 0;                // tensor bytes in m_backward

@@ -58,6 +58,8 @@ public:
 
     int64_t version() const { return m_optimizer.stepCount(); }
     size_t inFlight() const { return m_records.size(); }
+    /// Whether microbatch `id`'s forward is in flight here (its backward is awaited).
+    bool holds(int64_t id) const { return m_records.count(id) > 0; }
     bool needsInputGradient() const { return m_needsInputGradient; }
     std::vector<NamedTensor> parameters() const;
     /// Overwrites the named parameters (all or some: a ring averages a layer range).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/common/error.h"
+#include "engine/common/log.h"
 #include "engine/data/epoch_sampler.h"
 #include "engine/device/process_usage.h"
 #include "engine/train/batch_source.h"
@@ -85,7 +86,8 @@ std::vector<std::pair<std::string, double>> StageMetrics::namedValues() const
             {"staleness_max", double(stalenessMax)},
             {"window", double(window)},
             {"loss_mean", meanLoss()},
-            {"seconds_per_microbatch", secondsPerMicrobatch()}};
+            {"seconds_per_microbatch", secondsPerMicrobatch()},
+            {"stray_gradients", double(strayGradients)}};
 }
 
 device::WorkGate &openGate()
@@ -227,6 +229,9 @@ struct StageRuntime::Impl
     bool testLocally(); // a pipeline of one stage; false when the gate closed
     void runFinalTest();
     void handleBackward(const BackwardMessage &in, std::optional<BackwardMessage> &out);
+    /// A gradient for a microbatch this stage holds no forward of: counted, logged (the
+    /// first few, then one in a hundred) and dropped; the run goes on.
+    bool stray(const BackwardMessage &b);
 
     StageConfig config;
     StageTransport &transport;
@@ -390,6 +395,17 @@ void StageRuntime::Impl::handleTestForward(const ForwardMessage &in, StageMessag
         out = ForwardMessage{in.microbatch, compute.version(), toBuffer(output), in.labels, true};
 }
 
+bool StageRuntime::Impl::stray(const BackwardMessage &b)
+{
+    if (compute.holds(b.microbatch))
+        return false;
+    if (++metrics.strayGradients <= 3 || metrics.strayGradients % 100 == 0)
+        log::warning("pipeline", "stage " + std::to_string(config.stage) + ": dropped a gradient for microbatch " +
+                                     std::to_string(b.microbatch) + ", which this stage holds no forward of (" +
+                                     std::to_string(metrics.strayGradients) + " dropped this run)");
+    return true;
+}
+
 void StageRuntime::Impl::handleBackward(const BackwardMessage &in, std::optional<BackwardMessage> &out)
 {
     const int64_t before = compute.version();
@@ -479,6 +495,8 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
             takeTally(*b);
             continue;
         }
+        if (stray(*b))
+            continue;
         windowSizer.arrived(Clock::now()); // backwards come back in the order of their forwards
         std::optional<BackwardMessage> none;
         if (!step(b->microbatch, true, [&] { handleBackward(*b, none); }))
@@ -563,6 +581,8 @@ StopMessage StageRuntime::Impl::runFollower()
             continue;
         }
         const auto &b = std::get<BackwardMessage>(m);
+        if (stray(b))
+            continue;
         std::optional<BackwardMessage> out;
         if (!step(b.microbatch, true, [&] { handleBackward(b, out); }))
             return abort(StopKind::Cancelled, "the work gate closed");

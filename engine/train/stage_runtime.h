@@ -114,6 +114,9 @@ struct StageMetrics
     int window = 0;     ///< root: microbatches in flight allowed at the end of the run
     double lossSum = 0; ///< leaf: sum of microbatch losses
     double lastLoss = 0;
+    /// Gradients for microbatches this stage holds no forward of, dropped: a neighbour's
+    /// leftovers from before a restart, or a lie; neither is this stage's failure.
+    int64_t strayGradients = 0;
 
     double meanStaleness() const { return backwards > 0 ? double(stalenessSum) / double(backwards) : 0; }
     double meanLoss() const { return backwards > 0 ? lossSum / double(backwards) : 0; }

@@ -409,6 +409,67 @@ private Q_SLOTS:
         QVERIFY2(stop->reason.find("refused") != std::string::npos, stop->reason.c_str());
     }
 
+    // A run belongs to one generation. A stage that worked on generation n and then sees
+    // n + 1 (the root restarted; its own new stage was handed both, as after a re-cut)
+    // ends its run without telling the root, which has moved on; the next run starts with
+    // the newer microbatches. A run that took nothing yet just follows the newer one.
+    void aRunEndsWhenTheRootRestartsUnderIt()
+    {
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        a.mesh->setPeers({b.address()});
+        b.mesh->setPeers({a.address()});
+        {
+            std::scoped_lock lock(a.mutex, b.mutex);
+            a.transport = std::make_unique<participant::NetStageTransport>(*a.mesh, 0, "", b.identity.nodeId());
+            b.transport = std::make_unique<participant::NetStageTransport>(*b.mesh, 1, a.identity.nodeId(), "");
+        }
+        QVERIFY(test::waitFor([&] { return a.transport->neighboursUp() && b.transport->neighboursUp(); }, 10s));
+        const uint64_t generation1 = uint64_t(1) << participant::NetStageTransport::kGenerationShift;
+        const auto activations = tensorBufferFromBytes(DType::Float32, {1, 4}, std::vector<uint8_t>(16, 0));
+        const auto labels = tensorBufferFromBytes(DType::Int64, {1}, std::vector<uint8_t>(8, 0));
+        const auto sendActivations = [&](uint64_t wireId) {
+            QCOMPARE(int(a.mesh->send(b.identity.nodeId(), net::Activations{wireId, 0, activations, labels})),
+                     int(net::SendResult::Queued));
+        };
+        const auto next = [](participant::NetStageTransport &t) -> std::optional<train::StageMessage> {
+            const auto deadline = std::chrono::steady_clock::now() + 10s;
+            while (std::chrono::steady_clock::now() < deadline) {
+                if (auto m = t.poll())
+                    return m;
+                std::this_thread::sleep_for(5ms);
+            }
+            return std::nullopt;
+        };
+        const auto microbatchOf = [](const std::optional<train::StageMessage> &m) {
+            const auto *f = m ? std::get_if<train::ForwardMessage>(&*m) : nullptr;
+            return f ? f->microbatch : int64_t(-1);
+        };
+
+        a.transport->beginRun();
+        b.transport->beginRun();
+        // Nothing taken yet: generation 2 replaces 1, and the run goes on with it.
+        sendActivations(generation1 + 7);
+        sendActivations(2 * generation1 + 0);
+        std::this_thread::sleep_for(500ms); // both arrive (in order, on one link) before the stage looks
+        QCOMPARE(microbatchOf(next(*b.transport)), int64_t(0));
+        // Taken one of generation 2: generation 3 ends the run.
+        sendActivations(3 * generation1 + 0);
+        sendActivations(3 * generation1 + 1);
+        const auto stop = next(*b.transport);
+        QVERIFY(stop && std::holds_alternative<train::StopMessage>(*stop));
+        QCOMPARE(int(std::get<train::StopMessage>(*stop).kind), int(train::StopKind::Cancelled));
+        QVERIFY2(std::get<train::StopMessage>(*stop).reason.find("root restarted") != std::string::npos,
+                 std::get<train::StopMessage>(*stop).reason.c_str());
+        // The root is not told (it has moved on).
+        std::this_thread::sleep_for(500ms);
+        QVERIFY(!a.transport->poll());
+        // The next run starts with generation 3's microbatches, in order.
+        b.transport->beginRun();
+        QCOMPARE(microbatchOf(next(*b.transport)), int64_t(0));
+        QCOMPARE(microbatchOf(next(*b.transport)), int64_t(1));
+    }
+
     // The coordinator's ban list reaches the mesh: the link to a banned peer closes and
     // stays closed, whichever end dials, while the assignment still names it; lifted,
     // the link comes back.
