@@ -48,6 +48,8 @@ struct Ring
     std::string next, previous;          // empty for a ring of one
     std::unique_ptr<NetRingLinks> links; // made for every ring: one may grow (a cluster comes back)
     swarm::OuterOptimizer outer;         // the step after each round (plain averaging unless the run says)
+    /// The ring's round numbers (its offset, when this member was behind its ring).
+    std::unique_ptr<swarm::RingAveraging> averaging;
 
     swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.size)}; }
     bool alone() const { return ref.alone(); }
@@ -74,7 +76,6 @@ struct AssignedStage::Impl
         : mesh(m)
         , config(std::move(c))
         , callbacks(std::move(cb))
-        , averaging(config.ringTimeout)
     { }
 
     PeerMesh &mesh;
@@ -86,7 +87,6 @@ struct AssignedStage::Impl
     std::unique_ptr<WeightsRelay> relay;
     std::vector<Ring> rings;
     std::unique_ptr<StageRouter> router;
-    swarm::RingAveraging averaging;
     std::unique_ptr<train::StageRuntime> runtime;
     std::unique_ptr<store::CheckpointWriter> writer;
     std::string checkpointRun;
@@ -189,9 +189,10 @@ void AssignedStage::Impl::buildLinks()
     relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId, config.complaints);
     router = std::make_unique<StageRouter>(*transport, *relay);
     for (const auto &r : as.rings) {
-        Ring ring{{}, {}, {}, {}, swarm::OuterOptimizer({config.run.outerLearningRate, config.run.outerMomentum})};
+        Ring ring{{}, {}, {}, {}, swarm::OuterOptimizer({config.run.outerLearningRate, config.run.outerMomentum}), {}};
         ring.follow(r);
         ring.links = std::make_unique<NetRingLinks>(mesh, r.ringId, ring.next, ring.previous);
+        ring.averaging = std::make_unique<swarm::RingAveraging>(config.ringTimeout);
         router->addRing(r.ringId, *ring.links);
         rings.push_back(std::move(ring));
     }
@@ -429,7 +430,17 @@ void AssignedStage::Impl::noteProgress(int64_t version, bool force)
 std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf(std::vector<NamedTensor> snapshot,
                                                                                  int64_t round)
 {
-    std::vector<RingChange> changes;
+    // The rings average at once, each on a thread of its own (the last on this one): a
+    // ring waits only for its own members. One after another, a stage waiting out a
+    // silent member in one ring reached its next ring late, its partner there gave up
+    // meanwhile, and clusters went on missing each other, round after round.
+    struct Job
+    {
+        Ring *ring = nullptr;
+        RingChange change;
+        swarm::RingAveraging::Outcome outcome;
+    };
+    std::vector<Job> jobs;
     for (auto &ring : rings) {
         if (ring.alone())
             continue;
@@ -438,11 +449,34 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
             ++progress.ringSkipped;
             continue;
         }
-        RingChange change;
+        Job job;
+        job.ring = &ring;
         for (const auto &p : snapshot)
             if (const size_t l = swarm::layerOfParameter(p.name); l >= ring.ref.firstLayer && l < ring.ref.lastLayer)
-                change.before.push_back(p);
-        auto outcome = averaging.average(snapshot, ring.place(), round, *ring.links);
+                job.change.before.push_back(p);
+        jobs.push_back(std::move(job));
+    }
+    snapshot.clear();
+    const auto average = [round](Job &job) {
+        try {
+            job.outcome = job.ring->averaging->average(job.change.before, job.ring->place(), round, *job.ring->links);
+        } catch (const std::exception &e) { // a malformed parameter name, say: this round only
+            job.outcome.result.error = std::string("the round failed: ") + e.what();
+        }
+    };
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i + 1 < jobs.size(); ++i)
+        threads.emplace_back([&average, &job = jobs[i]] { average(job); });
+    if (!jobs.empty())
+        average(jobs.back());
+    for (auto &t : threads)
+        t.join();
+
+    std::vector<RingChange> changes;
+    for (auto &job : jobs) {
+        Ring &ring = *job.ring;
+        RingChange change = std::move(job.change);
+        auto outcome = std::move(job.outcome);
         if (outcome.result.rejected) { // poison stops here; the previous member sent it
             if (config.complaints)
                 config.complaints->refused(ring.previous);

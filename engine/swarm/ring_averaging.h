@@ -34,8 +34,9 @@ struct RingPlace
 /// one, the member joins that round at once with the same values (the neighbour waits
 /// in it), reading the neighbour's chunk first, and keeps the difference as an offset
 /// for its next rounds. Adopting the offset for the next round instead made two members
-/// overtake each other forever, each one round ahead of the other. One offset serves
-/// all rings of a stage, as its rings follow the same steps.
+/// overtake each other forever, each one round ahead of the other. A stage keeps one
+/// RingAveraging per ring, as its rings average at once and each keeps step with its
+/// own members.
 ///
 /// Thread safety: one thread at a time (the stage thread averages between steps).
 class RingAveraging
