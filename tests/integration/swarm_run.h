@@ -3,6 +3,7 @@
 // loopback, their merged output, and the final accuracies they print.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QtTest>
@@ -61,14 +62,25 @@ struct SwarmRun
         }
         QFile f(log);
         if (f.open(QIODevice::WriteOnly | QIODevice::Truncate))
-            f.write(output.toUtf8());
+            f.write((stamped + partial).toUtf8());
     }
     QString log;
     QProcess process;
     QString output;
-    void read() { output += QString::fromUtf8(process.readAllStandardOutput()); }
+    QString stamped; ///< the output, each line after the seconds since start() when it was read
+    QElapsedTimer clock;
+    QString partial; ///< the last line read, until its end comes
+    void read()
+    {
+        const QString more = QString::fromUtf8(process.readAllStandardOutput());
+        output += more;
+        partial += more;
+        for (qsizetype end; (end = partial.indexOf(QLatin1Char('\n'))) >= 0; partial.remove(0, end + 1))
+            stamped += QStringLiteral("%1 ").arg(clock.elapsed() / 1000.0, 7, 'f', 1) + partial.left(end + 1);
+    }
     bool start(const QString &workDir, bool quiet, const QStringList &extra = {})
     {
+        clock.start();
         process.setProcessChannelMode(QProcess::MergedChannels);
         process.start(test::programPath(QStringLiteral("rookery-local-swarm")), swarmArgs(workDir, quiet) + extra);
         return process.waitForStarted();
