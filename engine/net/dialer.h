@@ -27,6 +27,11 @@ struct DialConfig
     bool reconnect = true;
     std::chrono::milliseconds initialBackoff{250};
     std::chrono::milliseconds maxBackoff{30'000};
+    /// The back-off starts over only after a link that stayed open this long: one the
+    /// other end closes just after its handshake (a peer whose assignment does not name
+    /// this node yet: "not a neighbour") is dialled less and less often, not ten times a
+    /// second.
+    std::chrono::milliseconds stableAfter{5'000};
     /// Connect from this local IP address ("": the system's choice). Tests use it to
     /// come from a second loopback address (127.0.0.2).
     std::string localAddress;

@@ -5,6 +5,8 @@
 #include "engine/net/listener.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <random>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -220,7 +222,10 @@ public:
         std::weak_ptr<DialedLink> weak = shared_from_this();
         s.events.opened = [weak](const std::shared_ptr<Link> &) {
             if (auto self = weak.lock()) {
-                self->m_attempt = 0;
+                {
+                    std::lock_guard lock(self->m_mutex);
+                    self->m_openedAt = std::chrono::steady_clock::now();
+                }
                 if (self->m_events.opened)
                     self->m_events.opened(self);
             }
@@ -302,6 +307,9 @@ private:
         {
             std::lock_guard lock(m_mutex);
             info.reconnecting = m_config.reconnect && !m_closed && !info.fatal;
+            if (m_openedAt && std::chrono::steady_clock::now() - *m_openedAt >= m_config.stableAfter)
+                m_attempt = 0; // it was up a good while: this is a new outage
+            m_openedAt.reset();
             if (info.reconnecting) {
                 // Exponential back-off with jitter in [50%, 100%], so that a swarm whose
                 // coordinator restarts does not reconnect in lockstep.
@@ -331,8 +339,9 @@ private:
     std::shared_ptr<asio::ssl::context> m_tls;
     asio::steady_timer m_retry;
     std::mt19937_64 m_random;
-    int m_attempt = 0;
+    int m_attempt = 0; // closes since the last link that stayed open (m_config.stableAfter)
     mutable std::mutex m_mutex;
+    std::optional<std::chrono::steady_clock::time_point> m_openedAt; // the link open now
     bool m_closed = false;
     std::shared_ptr<TlsLinkSession> m_session;
 };
