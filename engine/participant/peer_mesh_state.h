@@ -184,6 +184,10 @@ struct PeerMesh::State : std::enable_shared_from_this<PeerMesh::State>
             if (it != open.end() && it->second == link) {
                 open.erase(it);
                 wasOpen = true;
+                // A direct link that was up: the relay fallback counts from its loss, not
+                // from the first dial (it took to the relay at once on any drop).
+                if (const auto since = dialledSince.find(peer); since != dialledSince.end())
+                    since->second = std::chrono::steady_clock::now();
                 if (open.empty())
                     allClosed.notify_all();
             }

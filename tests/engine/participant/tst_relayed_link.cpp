@@ -247,6 +247,39 @@ private Q_SLOTS:
         QCOMPARE(dialler.askedCount(), size_t(1));
     }
 
+    // A direct link that was up and drops (the peer restarted its stage, or its Wi-Fi
+    // blinked) is dialled again for the fallback's full time before the relay is asked:
+    // the time counts from the loss, not from the first dial long ago.
+    void aDirectLinkThatDropsIsRedialledBeforeTheRelay()
+    {
+        net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
+        net::NetContext net;
+        Node a(net, ca, 1500ms), b(net, ca, 1500ms);
+        Node &dialler = a.identity.nodeId() < b.identity.nodeId() ? a : b;
+        Node &other = &dialler == &a ? b : a;
+        const participant::PeerAddress otherReachable{other.identity.nodeId(),
+                                                      "127.0.0.1:" + std::to_string(other.mesh->port()), false};
+        const participant::PeerAddress diallerAsSeen{dialler.identity.nodeId(), "127.0.0.1:1", false};
+        dialler.mesh->setPeers({otherReachable}, false);
+        other.mesh->setPeers({diallerAsSeen}, false); // it waits to be dialled
+        QVERIFY(bothUp(dialler, other, 10s));
+        const auto tickFor = [&](std::chrono::milliseconds span) {
+            const auto until = std::chrono::steady_clock::now() + span;
+            while (std::chrono::steady_clock::now() < until) {
+                dialler.mesh->tick();
+                std::this_thread::sleep_for(20ms);
+            }
+        };
+        tickFor(2s); // longer than the fallback's time, with the link up
+        QCOMPARE(dialler.askedCount(), size_t(0));
+        // The other end drops the link, and wants it again at once.
+        other.mesh->setPeers({}, false);
+        other.mesh->setPeers({diallerAsSeen}, false);
+        tickFor(1s);
+        QCOMPARE(dialler.askedCount(), size_t(0));
+        QVERIFY(bothUp(dialler, other, 10s));
+    }
+
     // The relay goes away mid-stream (restarted, crashed): both sides see the link end,
     // the asker asks again, and a new grant links them again.
     void aRelayThatDropsMidStreamIsAskedAgain()
