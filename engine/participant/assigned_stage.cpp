@@ -15,6 +15,7 @@
 #include "engine/participant/net_ring_links.h"
 #include "engine/participant/net_stage_transport.h"
 #include "engine/participant/peer_mesh.h"
+#include "engine/participant/stage_rings.h"
 #include "engine/participant/stage_router.h"
 #include "engine/participant/weights_relay.h"
 #include "engine/store/checkpoint_store.h"
@@ -42,27 +43,6 @@ std::vector<std::string> parameterNames(const model::ModelSpec &spec, size_t fir
     return names;
 }
 
-struct Ring
-{
-    coord::RingRef ref;
-    std::string next, previous;          // empty for a ring of one
-    std::unique_ptr<NetRingLinks> links; // made for every ring: one may grow (a cluster comes back)
-    swarm::OuterOptimizer outer;         // the step after each round (plain averaging unless the run says)
-    /// The ring's round numbers (its offset, when this member was behind its ring).
-    std::unique_ptr<swarm::RingAveraging> averaging;
-
-    swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.size)}; }
-    bool alone() const { return ref.alone(); }
-    void follow(const coord::RingRef &r)
-    {
-        ref = r;
-        next = r.alone() ? std::string() : r.next.nodeId;
-        previous = r.alone() ? std::string() : r.previous.nodeId;
-        if (links)
-            links->setNeighbours(next, previous);
-    }
-};
-
 } // namespace
 
 std::string swarmCheckpointRun(const std::string &runId, size_t firstLayer, size_t lastLayer)
@@ -85,7 +65,7 @@ struct AssignedStage::Impl
     // and the relay, the runtime to the transport.
     std::unique_ptr<NetStageTransport> transport;
     std::unique_ptr<WeightsRelay> relay;
-    std::vector<Ring> rings;
+    std::vector<StageRing> rings;
     std::unique_ptr<StageRouter> router;
     std::unique_ptr<train::StageRuntime> runtime;
     std::unique_ptr<store::CheckpointWriter> writer;
@@ -189,7 +169,8 @@ void AssignedStage::Impl::buildLinks()
     relay = std::make_unique<WeightsRelay>(mesh, as.stage, as.previous.nodeId, as.next.nodeId, config.complaints);
     router = std::make_unique<StageRouter>(*transport, *relay);
     for (const auto &r : as.rings) {
-        Ring ring{{}, {}, {}, {}, swarm::OuterOptimizer({config.run.outerLearningRate, config.run.outerMomentum}), {}};
+        StageRing ring{{}, {}, {}, {}, swarm::OuterOptimizer({config.run.outerLearningRate, config.run.outerMomentum}),
+                       {}};
         ring.follow(r);
         ring.links = std::make_unique<NetRingLinks>(mesh, r.ringId, ring.next, ring.previous);
         ring.averaging = std::make_unique<swarm::RingAveraging>(config.ringTimeout);
@@ -430,17 +411,7 @@ void AssignedStage::Impl::noteProgress(int64_t version, bool force)
 std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf(std::vector<NamedTensor> snapshot,
                                                                                  int64_t round)
 {
-    // The rings average at once, each on a thread of its own (the last on this one): a
-    // ring waits only for its own members. One after another, a stage waiting out a
-    // silent member in one ring reached its next ring late, its partner there gave up
-    // meanwhile, and clusters went on missing each other, round after round.
-    struct Job
-    {
-        Ring *ring = nullptr;
-        RingChange change;
-        swarm::RingAveraging::Outcome outcome;
-    };
-    std::vector<Job> jobs;
+    std::vector<RingJob> jobs;
     for (auto &ring : rings) {
         if (ring.alone())
             continue;
@@ -449,33 +420,20 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
             ++progress.ringSkipped;
             continue;
         }
-        Job job;
+        RingJob job;
         job.ring = &ring;
         for (const auto &p : snapshot)
             if (const size_t l = swarm::layerOfParameter(p.name); l >= ring.ref.firstLayer && l < ring.ref.lastLayer)
-                job.change.before.push_back(p);
+                job.parameters.push_back(p);
         jobs.push_back(std::move(job));
     }
     snapshot.clear();
-    const auto average = [round](Job &job) {
-        try {
-            job.outcome = job.ring->averaging->average(job.change.before, job.ring->place(), round, *job.ring->links);
-        } catch (const std::exception &e) { // a malformed parameter name, say: this round only
-            job.outcome.result.error = std::string("the round failed: ") + e.what();
-        }
-    };
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i + 1 < jobs.size(); ++i)
-        threads.emplace_back([&average, &job = jobs[i]] { average(job); });
-    if (!jobs.empty())
-        average(jobs.back());
-    for (auto &t : threads)
-        t.join();
+    averageAtOnce(jobs, round);
 
     std::vector<RingChange> changes;
     for (auto &job : jobs) {
-        Ring &ring = *job.ring;
-        RingChange change = std::move(job.change);
+        StageRing &ring = *job.ring;
+        RingChange change{std::move(job.parameters), {}};
         auto outcome = std::move(job.outcome);
         if (outcome.result.rejected) { // poison stops here; the previous member sent it
             if (config.complaints)
@@ -532,7 +490,7 @@ void AssignedStage::Impl::averageRings(int64_t round)
 
 void AssignedStage::Impl::startAveraging(int64_t round)
 {
-    if (std::all_of(rings.begin(), rings.end(), [](const Ring &r) { return r.alone(); }))
+    if (std::all_of(rings.begin(), rings.end(), [](const StageRing &r) { return r.alone(); }))
         return;
     averagingDone = false;
     averagingThread = std::thread([this, snapshot = runtime->parameters(), round]() mutable {
