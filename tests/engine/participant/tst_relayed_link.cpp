@@ -92,6 +92,16 @@ bool bothUp(Node &a, Node &b, std::chrono::milliseconds timeout)
                          timeout);
 }
 
+// The node's mesh ticks (as its node does) for `span`.
+void tickFor(Node &n, std::chrono::milliseconds span)
+{
+    const auto until = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < until) {
+        n.mesh->tick();
+        std::this_thread::sleep_for(20ms);
+    }
+}
+
 bool receivedAny(Node &n)
 {
     return test::waitFor(
@@ -239,11 +249,7 @@ private Q_SLOTS:
             },
             5s));
         dialler.mesh->setPeers({}, false); // the next assignment: not a neighbour any more
-        const auto until = std::chrono::steady_clock::now() + 1s;
-        while (std::chrono::steady_clock::now() < until) {
-            dialler.mesh->tick();
-            std::this_thread::sleep_for(50ms);
-        }
+        tickFor(dialler, 1s);
         QCOMPARE(dialler.askedCount(), size_t(1));
     }
 
@@ -263,19 +269,12 @@ private Q_SLOTS:
         dialler.mesh->setPeers({otherReachable}, false);
         other.mesh->setPeers({diallerAsSeen}, false); // it waits to be dialled
         QVERIFY(bothUp(dialler, other, 10s));
-        const auto tickFor = [&](std::chrono::milliseconds span) {
-            const auto until = std::chrono::steady_clock::now() + span;
-            while (std::chrono::steady_clock::now() < until) {
-                dialler.mesh->tick();
-                std::this_thread::sleep_for(20ms);
-            }
-        };
-        tickFor(2s); // longer than the fallback's time, with the link up
+        tickFor(dialler, 2s); // longer than the fallback's time, with the link up
         QCOMPARE(dialler.askedCount(), size_t(0));
         // The other end drops the link, and wants it again at once.
         other.mesh->setPeers({}, false);
         other.mesh->setPeers({diallerAsSeen}, false);
-        tickFor(1s);
+        tickFor(dialler, 1s);
         QCOMPARE(dialler.askedCount(), size_t(0));
         QVERIFY(bothUp(dialler, other, 10s));
     }
