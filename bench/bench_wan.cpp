@@ -7,13 +7,16 @@
 // 100 steps) the samples each needed to reach 85% test accuracy. At 50 ms also with the
 // tensors as bf16 and fp16 (--peer-compression; key `bf16_speedup_50ms`).
 //
-// Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms, three
-// times: plain ring averaging every 10 steps on the stage thread (the default), the same
-// with rounds beside training (--overlap-averaging; key `overlap_speedup`), and averaging
-// every 100 steps with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9).
+// Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms: plain
+// ring averaging every 10 steps on the stage thread with float32 ring chunks (what the
+// swarm did before ring chunks went as bf16), the same with bf16 chunks (the nodes'
+// default --ring-compression), with rounds beside training (--overlap-averaging; key
+// `overlap_speedup`), and averaging every 100 steps with DiLoCo's outer Nesterov step
+// (outer learning rate 0.7, momentum 0.9) with float32 and with bf16 chunks.
 // Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every ring joins
-// the two clusters) over the samples the swarm trained; `cross_cluster_reduction`: the
-// plain run's over the outer-step run's. Both with samples to 85% and final accuracy.
+// the two clusters) over the samples the swarm trained, for the outer step with bf16;
+// `cross_cluster_reduction`: the float32 plain run's over that. All with samples to 85%
+// and final accuracy.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -78,15 +81,20 @@ int main(int argc, char **argv)
         std::printf("2x2 swarm (two clusters of two stages), round trip 50 ms, %lld steps per cluster\n",
                     (long long)steps);
         const RunSpec plain{50, 4, 10, 1, 0}, overlapped{50, 4, 10, 1, 0, true}, outer{50, 4, 100, 0.7, 0.9};
+        RunSpec plainBf16 = plain, outerBf16 = outer;
+        plainBf16.ringCompression = outerBf16.ringCompression = "bf16";
         std::vector<std::pair<std::string, Outcome>> averaging;
-        for (const auto &[name, spec] : {std::pair{std::string("plain_every_10"), plain},
-                                         std::pair{std::string("overlapped_every_10"), overlapped},
-                                         std::pair{std::string("outer_every_100"), outer}}) {
+        for (const auto &[name, spec] :
+             {std::pair{std::string("plain_every_10"), plain}, std::pair{std::string("plain_every_10_bf16"), plainBf16},
+              std::pair{std::string("overlapped_every_10"), overlapped},
+              std::pair{std::string("outer_every_100"), outer},
+              std::pair{std::string("outer_every_100_bf16"), outerBf16}}) {
             const auto o = bench::runSwarmBench(spec, steps, evalEvery, work / name);
-            std::printf("  %-19s (interval %lld, outer lr %.1f, momentum %.1f): %8s samples/s, ring %s sent, "
-                        "%.0f bytes/sample across clusters, to 85%%: %s samples, final accuracy %.2f%% (worst "
+            std::printf("  %-20s (interval %lld, outer lr %.1f, momentum %.1f, ring %s): %8s samples/s, ring %s "
+                        "sent, %.0f bytes/sample across clusters, to 85%%: %s samples, final accuracy %.2f%% (worst "
                         "cluster)\n",
                         name.c_str(), (long long)spec.averagingInterval, spec.outerLearningRate, spec.outerMomentum,
+                        spec.ringCompression == "bf16" ? "bf16" : "float32",
                         format::count(int64_t(o.samplesPerSecond)).c_str(), format::bytes(o.ringBytes).c_str(),
                         o.bytesPerSample, o.samplesToTarget < 0 ? "not" : format::count(o.samplesToTarget).c_str(),
                         o.finalAccuracy * 100);
@@ -99,7 +107,7 @@ int main(int argc, char **argv)
             report.add("swarm2x2_" + name + "_samples_to_85", double(o.samplesToTarget));
             report.add("swarm2x2_" + name + "_final_accuracy", o.finalAccuracy);
         }
-        const Outcome &base = averaging[0].second, &overlap = averaging[1].second, &diloco = averaging[2].second;
+        const Outcome &base = averaging[0].second, &overlap = averaging[2].second, &diloco = averaging[4].second;
         report.add("bytes_per_sample_cross_cluster", diloco.bytesPerSample);
         if (diloco.bytesPerSample > 0)
             report.add("cross_cluster_reduction", base.bytesPerSample / diloco.bytesPerSample);

@@ -84,6 +84,9 @@ int main(int argc, char **argv)
     std::string peerCompression = "bf16";
     cli::addChoice(p, "--peer-compression", peerCompression, {"none", "fp16", "bf16"},
                    "how activations and gradients travel between the nodes (their --peer-compression)");
+    std::string ringCompression = "bf16";
+    cli::addChoice(p, "--ring-compression", ringCompression, {"none", "bf16"},
+                   "how the nodes' ring chunks travel (their --ring-compression)");
     cli::addWholeNumber(p, "--nodes-without-data", withoutData, 0, 64, "N",
                         "nodes 1..N have no copy of the dataset: as roots they fetch their shards from the "
                         "coordinator");
@@ -148,7 +151,7 @@ int main(int argc, char **argv)
         s.nodeArgs.insert(s.nodeArgs.end(), {"--memory-cap", std::to_string(memoryCapMiB)});
     if (checkpointSeconds >= 0)
         s.nodeArgs.insert(s.nodeArgs.end(), {"--checkpoint-seconds", std::to_string(checkpointSeconds)});
-    s.nodeArgs.insert(s.nodeArgs.end(), {"--peer-compression", peerCompression});
+    s.nodeArgs.insert(s.nodeArgs.end(), {"--peer-compression", peerCompression, "--ring-compression", ringCompression});
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
     if (stragglers)

@@ -162,6 +162,7 @@ host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
     s.swarm.relayPort = uint16_t(o.serveRelay);
     s.swarm.relayBytesPerSecondPerPair = uint64_t(o.relayMbit * 1e6 / 8);
     s.swarm.peerCompression = net::compressionFromName(o.peerCompression);
+    s.swarm.ringBf16 = o.ringCompression == "bf16";
     s.swarm.port = uint16_t(o.port);
     if (o.local.checkpointEvery >= 0)
         s.swarm.checkpointEvery = o.local.checkpointEvery;

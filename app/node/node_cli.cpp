@@ -46,6 +46,10 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
                    "swarm: how activations and gradients travel over the peer links this node dials: bf16 "
                    "(16-bit values, half the bytes, no accuracy lost in docs/benchmarks.md, bench_compression), "
                    "fp16, or none (float32)");
+    cli::addChoice(p, "--ring-compression", o.ringCompression, {"none", "bf16"},
+                   "swarm: how the ring chunks this node sends travel: bf16 (the members' changes since the "
+                   "ring's last round as 16-bit values, half the bytes; docs/benchmarks.md, bench_wan) or none "
+                   "(float32)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
     cli::addWholeNumber(p, "--checkpoint-seconds", o.checkpointSeconds, 0, 86400, "S",
                         "swarm: checkpoint at most every S seconds (and every --checkpoint-every steps); a crash "
@@ -126,7 +130,7 @@ void checkCombinations(const CLI::App &p, const NodeOptions &o)
     if (o.join.empty())
         for (const char *swarmOnly :
              {"--name", "--bind", "--public-address", "--no-port-mapping", "--port", "--serve-relay", "--relay-mbit",
-              "--stay", "--status-port", "--checkpoint-seconds", "--peer-compression"})
+              "--stay", "--status-port", "--checkpoint-seconds", "--peer-compression", "--ring-compression"})
             if (p.count(swarmOnly))
                 throw Error(std::string(swarmOnly) + " goes with --join");
 }

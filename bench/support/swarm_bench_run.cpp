@@ -54,8 +54,10 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     const int64_t microbatch = spec.jobFile.empty() ? kSwarmBenchBatch : spec.microbatch;
     if (spec.overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
-    s.nodeArgs = {"--max-cores",   "1", "--eval-every", std::to_string(evalEvery), "--peer-compression",
-                  spec.compression};
+    s.nodeArgs = {"--max-cores",        "1",
+                  "--eval-every",       std::to_string(evalEvery),
+                  "--peer-compression", spec.compression,
+                  "--ring-compression", spec.ringCompression};
     s.restartCrashed = false;
     s.binDir = benchProgramDirectory();
 

@@ -19,11 +19,12 @@ struct SwarmBenchSpec
     int64_t averagingInterval = 10;
     double outerLearningRate = 1; ///< 1 and 0: plain averaging
     double outerMomentum = 0;
-    bool overlap = false;             ///< rounds beside training (--overlap-averaging)
-    std::string compression = "none"; ///< the nodes' --peer-compression
-    double rateMbit = 50;             ///< the emulated links' cap; 0 with rttMs 0: no emulation at all
-    int64_t seed = 1;                 ///< the run's seed (initial weights, data order)
-    int clusterSize = 2;              ///< stages per cluster
+    bool overlap = false;                 ///< rounds beside training (--overlap-averaging)
+    std::string compression = "none";     ///< the nodes' --peer-compression
+    std::string ringCompression = "none"; ///< the nodes' --ring-compression
+    double rateMbit = 50;                 ///< the emulated links' cap; 0 with rttMs 0: no emulation at all
+    int64_t seed = 1;                     ///< the run's seed (initial weights, data order)
+    int clusterSize = 2;                  ///< stages per cluster
     /// Extra arguments for node i (counted from 1), e.g. {"--cpu-percent", "50"}.
     std::map<int, std::vector<std::string>> nodeExtraArgs;
     /// A job file for the coordinator (--job): its model, optimizer and microbatch

@@ -2,8 +2,8 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/common/half_float.h"
 #include "engine/net/crc32c.h"
-#include "engine/net/half_float.h"
 #include "engine/net/wire_codec.h"
 #include "engine/net/wire_schema.h"
 

@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "engine/common/error.h"
+#include "engine/common/half_float.h"
 #include "engine/net/crc32c.h"
-#include "engine/net/half_float.h"
 #include "engine/net/wire_schema.h"
 
 namespace rookery::net {
@@ -165,11 +165,13 @@ EncodedFrame encodeFrame(const Message &message, Compression compression, bool c
     schema::toEnvelope(message, env, tensors);
     f.m_keep.reserve(tensors.size());
     for (const auto &t : tensors) {
-        const bool narrowIt = t.compressible && compression != Compression::None && t.source->dtype == DType::Float32;
+        const Compression c = t.alwaysBf16 ? Compression::Bf16 : compression;
+        const bool narrowIt =
+            (t.compressible || t.alwaysBf16) && c != Compression::None && t.source->dtype == DType::Float32;
         if (narrowIt && t.source->bytes % 4 != 0)
             throw Error(std::string("cannot send the ") + t.role + " tensor: its byte count is not a multiple of 4");
-        f.m_keep.push_back(narrowIt ? narrow(*t.source, compression) : *t.source);
-        describe(f.m_keep.back(), *t.descriptor, t.role, narrowIt ? encodingFor(compression) : wire::ENCODING_RAW);
+        f.m_keep.push_back(narrowIt ? narrow(*t.source, c) : *t.source);
+        describe(f.m_keep.back(), *t.descriptor, t.role, narrowIt ? encodingFor(c) : wire::ENCODING_RAW);
     }
     const size_t headerBytes = env.ByteSizeLong();
     const size_t headEnd = FrameDecoder::kPrefixBytes + headerBytes;

@@ -14,8 +14,8 @@ namespace rookery::net {
 
 /// The protocol versions this build speaks. A link agrees on the highest version both
 /// ends support during the Hello exchange (docs/protocol.md).
-inline constexpr uint32_t kProtocolVersion = 2;
-inline constexpr uint32_t kOldestProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kOldestProtocolVersion = 3;
 
 enum class NodeRole : uint8_t { Node = 1, Coordinator = 2 };
 
@@ -123,6 +123,8 @@ struct RingChunk
     uint32_t step = 0;       ///< 0 .. 2(n-1)-1: reduce-scatter, then all-gather
     uint32_t chunkIndex = 0; ///< which of the n chunks
     TensorBuffer tensor;
+    uint64_t base = 0; ///< 0: the members' own values; else differences from the base this tag names
+    bool bf16 = false; ///< the values are bf16-exact: sent as bf16 on any link (received as float32)
 };
 
 /// A node taking over a stage asks for its current weights (all when `names` is empty).

@@ -20,8 +20,9 @@ struct OutTensor
 {
     const TensorBuffer *source;
     wire::Tensor *descriptor;
-    bool compressible; ///< activations and gradients may travel as fp16/bf16
-    const char *role;  ///< "activations", "labels", ... for error messages
+    bool compressible;       ///< activations and gradients may travel as fp16/bf16
+    const char *role;        ///< "activations", "labels", ... for error messages
+    bool alwaysBf16 = false; ///< float32 values already rounded to bf16: sent as bf16 on any link
 };
 
 /// Fills `envelope` from `message`; appends the tensors in body order.

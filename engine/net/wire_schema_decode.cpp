@@ -191,7 +191,7 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
     }
     case E::kRingChunk: {
         const auto &r = env.ring_chunk();
-        return RingChunk{r.ring_id(), r.round(), r.step(), r.chunk_index(), std::move(t[0])};
+        return RingChunk{r.ring_id(), r.round(), r.step(), r.chunk_index(), std::move(t[0]), r.base()};
     }
     case E::kWeightsRequest: {
         const auto &w = env.weights_request();

@@ -152,7 +152,8 @@ struct ToEnvelope
         r->set_round(m.round);
         r->set_step(m.step);
         r->set_chunk_index(m.chunkIndex);
-        tensor(m.tensor, r->mutable_tensor(), false, "ring chunk");
+        r->set_base(m.base);
+        out.push_back({&m.tensor, r->mutable_tensor(), false, "ring chunk", m.bf16});
     }
     void operator()(const WeightsRequest &m)
     {

@@ -428,7 +428,7 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
         jobs.push_back(std::move(job));
     }
     snapshot.clear();
-    averageAtOnce(jobs, round);
+    averageAtOnce(jobs, round, config.ringBf16);
 
     std::vector<RingChange> changes;
     for (auto &job : jobs) {
@@ -453,10 +453,9 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
                                       std::to_string(ring.ref.lastLayer - 1) + " skipped: " + outcome.result.error);
             continue;
         }
-        if (!ring.outer.settings().plain()) {
-            const auto stepped = ring.outer.step(swarm::flattenParameters(outcome.parameters));
-            swarm::unflattenParameters(stepped, outcome.parameters);
-        }
+        // Plain averaging too: the step keeps the average as the anchor of the next round.
+        const auto stepped = ring.outer.step(swarm::flattenParameters(outcome.parameters));
+        swarm::unflattenParameters(stepped, outcome.parameters);
         change.after = std::move(outcome.parameters);
         changes.push_back(std::move(change));
         std::lock_guard lock(mutex);

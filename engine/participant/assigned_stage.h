@@ -47,6 +47,9 @@ struct AssignedStageConfig
     std::chrono::seconds checkpointInterval{0}; ///< ... and at least this long apart (0: no floor)
     int64_t evaluateEvery = 100;                ///< optimizer steps; the root evaluates its pipeline's model
     std::chrono::milliseconds ringTimeout{20'000};
+    /// Ring chunks this member sends go as bf16 where they are differences from the
+    /// last round's weights (half the bytes; stage_rings.h).
+    bool ringBf16 = true;
     /// The root's cap on microbatches in flight: its window grows to cover the measured
     /// round trip up to this; at least stages + 1. Staleness grows with it, and accuracy
     /// suffers beyond about 5 (bench_wan: the MLP at 81-83% after 1,500 steps with 4-5 in

@@ -36,8 +36,8 @@ void NetRingLinks::deliver(const std::string &peer, net::RingChunk &&chunk)
     const auto &t = chunk.tensor;
     if (peer.empty() || chunk.ringId != m_ringId || t.dtype != DType::Float32 || t.bytes % sizeof(float) != 0)
         return;
-    swarm::RingChunk c{chunk.round, int(chunk.step), int(chunk.chunkIndex),
-                       std::vector<float>(t.bytes / sizeof(float))};
+    swarm::RingChunk c{chunk.round, int(chunk.step), int(chunk.chunkIndex), std::vector<float>(t.bytes / sizeof(float)),
+                       chunk.base};
     if (t.bytes)
         std::memcpy(c.values.data(), t.data, t.bytes);
     std::lock_guard lock(m_mutex);
@@ -90,9 +90,14 @@ void NetRingLinks::sendNext(swarm::RingChunk chunk)
     if (!bytes.empty())
         std::memcpy(bytes.data(), chunk.values.data(), bytes.size());
     const int64_t count = int64_t(chunk.values.size());
-    const uint64_t valueBytes = bytes.size();
-    net::RingChunk m{m_ringId, chunk.round, uint32_t(chunk.step), uint32_t(chunk.chunk),
-                     tensorBufferFromBytes(DType::Float32, {count}, std::move(bytes))};
+    const uint64_t valueBytes = chunk.bf16 ? bytes.size() / 2 : bytes.size(); // as they travel
+    net::RingChunk m{m_ringId,
+                     chunk.round,
+                     uint32_t(chunk.step),
+                     uint32_t(chunk.chunk),
+                     tensorBufferFromBytes(DType::Float32, {count}, std::move(bytes)),
+                     chunk.base,
+                     chunk.bf16};
     // A full queue drains quickly, and a link to a member that has only just been
     // placed comes up within moments; a link still down after that makes the receiving
     // side time out, which abandons the round on every member.

@@ -15,11 +15,14 @@ void StageRing::follow(const coord::RingRef &r)
         links->setNeighbours(next, previous);
 }
 
-void averageAtOnce(std::vector<RingJob> &jobs, int64_t round)
+void averageAtOnce(std::vector<RingJob> &jobs, int64_t round, bool bf16)
 {
-    const auto average = [round](RingJob &job) {
+    const auto average = [round, bf16](RingJob &job) {
         try {
-            job.outcome = job.ring->averaging->average(job.parameters, job.ring->place(), round, *job.ring->links);
+            const auto &outer = job.ring->outer;
+            const swarm::RingEncoding encoding{outer.anchor(), outer.anchorTag(), bf16};
+            job.outcome =
+                job.ring->averaging->average(job.parameters, job.ring->place(), round, *job.ring->links, encoding);
         } catch (const std::exception &e) {
             job.outcome.result.error = std::string("the round failed: ") + e.what();
         }

@@ -43,6 +43,8 @@ struct RingJob
 /// waiting out a silent member in one ring reached its next ring late, its partner there
 /// gave up meanwhile, and clusters went on missing each other, round after round. An
 /// exception in a ring's round (a malformed parameter name) becomes its outcome's error.
-void averageAtOnce(std::vector<RingJob> &jobs, int64_t round);
+/// Each ring sums the differences from its outer optimizer's anchor where it has one
+/// (the weights after its last round), as bf16 when `bf16`.
+void averageAtOnce(std::vector<RingJob> &jobs, int64_t round, bool bf16);
 
 } // namespace rookery::participant

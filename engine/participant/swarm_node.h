@@ -45,9 +45,13 @@ struct SwarmNodeSettings
     uint64_t relayBytesPerSecondPerPair = 0; ///< each direction; 0: no cap
     /// What the peer links this node dials ask to carry activations and gradients as:
     /// half-size 16-bit values (bf16, the default: bench_compression measured no
-    /// accuracy lost over 3 seeds; fp16) or float32 (None). Ring chunks and weights stay
-    /// float32. The other end agrees unless it refuses compression.
+    /// accuracy lost over 3 seeds; fp16) or float32 (None). Weights stay float32. The
+    /// other end agrees unless it refuses compression.
     net::Compression peerCompression = net::Compression::Bf16;
+    /// Whether the ring chunks this node sends go as bf16 (differences from the weights
+    /// after the ring's last round; the first round of a ring goes as float32). Each
+    /// member chooses for itself; the members still end each round equal.
+    bool ringBf16 = true;
     device::GovernorSettings governor;
     int64_t checkpointEvery = 50; ///< optimizer steps
     /// ... and at least this long apart (0: every checkpointEvery steps): a crash loses at

@@ -2,8 +2,27 @@
 #include "engine/swarm/outer_optimizer.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace rookery::swarm {
+namespace {
+
+// FNV-1a over the values' bits, then splitmix64's finaliser; 0 is kept for "none".
+uint64_t tagOf(std::span<const float> values)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const float v : values) {
+        uint32_t bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        h = (h ^ bits) * 0x100000001b3ull;
+    }
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h ? h : 1;
+}
+
+} // namespace
 
 std::string OuterSettings::problem() const
 {
@@ -24,11 +43,13 @@ std::vector<float> OuterOptimizer::step(std::span<const float> averaged)
     std::vector<float> out(averaged.begin(), averaged.end());
     if (!m_anchor || m_anchor->size() != averaged.size()) {
         m_anchor = out;
+        m_anchorTag = tagOf(out);
         m_velocity.assign(out.size(), 0.0f);
         return out;
     }
     if (m_settings.plain()) {
         *m_anchor = out;
+        m_anchorTag = tagOf(out);
         return out;
     }
     const double lr = m_settings.learningRate, mu = m_settings.momentum;
@@ -40,12 +61,14 @@ std::vector<float> OuterOptimizer::step(std::span<const float> averaged)
         out[i] = float(double(anchor[i]) - lr * (delta + mu * v));
         anchor[i] = out[i];
     }
+    m_anchorTag = tagOf(out);
     return out;
 }
 
 void OuterOptimizer::reset()
 {
     m_anchor.reset();
+    m_anchorTag = 0;
     m_velocity.clear();
 }
 

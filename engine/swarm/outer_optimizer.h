@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,7 +33,8 @@ struct OuterSettings
 /// and the new weights become the anchor. The first round, and any round after the
 /// ring's layers changed size, has no anchor: it returns the average and starts there.
 /// Members that start from the same anchor (every member after a complete round) take
-/// the same step, so they stay equal.
+/// the same step, so they stay equal. Plain averaging keeps the anchor too (the
+/// average): the ring's next round sums the differences from it (RingEncoding).
 ///
 /// Thread safety: one thread at a time.
 class OuterOptimizer
@@ -49,11 +51,19 @@ public:
 
     const OuterSettings &settings() const { return m_settings; }
     bool hasAnchor() const { return m_anchor.has_value(); }
+    /// The weights after the last round (empty without an anchor), and a tag that names
+    /// them: equal anchors have equal tags; never 0.
+    std::span<const float> anchor() const
+    {
+        return m_anchor ? std::span<const float>(*m_anchor) : std::span<const float>();
+    }
+    uint64_t anchorTag() const { return m_anchorTag; }
 
 private:
     OuterSettings m_settings;
     std::optional<std::vector<float>> m_anchor;
     std::vector<float> m_velocity;
+    uint64_t m_anchorTag = 0;
 };
 
 } // namespace rookery::swarm

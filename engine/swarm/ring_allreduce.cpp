@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/common/error.h"
+#include "engine/common/half_float.h"
 
 namespace rookery::swarm {
 namespace {
@@ -15,20 +16,23 @@ using Clock = std::chrono::steady_clock;
 
 int wrap(int i, int n) { return ((i % n) + n) % n; }
 
-// Whether `received`, the sum of `members` members' values of a chunk, can be honest,
-// judged against this member's own values of it: all finite, and its mean no farther
-// from them than kPlausibleDistance times their norm (plus a little, for chunks near
-// zero). The members' weights were averaged at the last round and have moved only by
-// the steps since, so an honest mean sits close; a chunk scaled up, sign-flipped or
-// replaced sits far. Empty when plausible, else why not.
-std::string implausible(std::span<const float> received, std::span<const float> own, int members)
+// Whether `received`, the sum of `members` members' values of a chunk (less the base
+// each, when there is one), can be honest, judged against this member's own values of
+// it: all finite, and its mean no farther from them than kPlausibleDistance times their
+// norm (plus a little, for chunks near zero). The members' weights were averaged at the
+// last round and have moved only by the steps since, so an honest mean sits close; a
+// chunk scaled up, sign-flipped or replaced sits far. Empty when plausible, else why not.
+std::string implausible(std::span<const float> received, std::span<const float> own, std::span<const float> base,
+                        int members)
 {
     double distance = 0, norm = 0;
     const double inv = 1.0 / double(members);
     for (size_t i = 0; i < own.size(); ++i) {
         if (!std::isfinite(received[i]))
             return "a value that is not finite (element " + std::to_string(i) + ")";
-        const double d = double(received[i]) * inv - double(own[i]);
+        // The base cancels out of the distance, not out of the norm.
+        const double mine = base.empty() ? double(own[i]) : double(own[i]) - double(base[i]);
+        const double d = double(received[i]) * inv - mine;
         distance += d * d;
         norm += double(own[i]) * double(own[i]);
     }
@@ -53,10 +57,16 @@ std::pair<size_t, size_t> chunkRange(size_t count, int parts, int chunk)
 }
 
 RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uint64_t round, RingLinks &links,
-                                std::chrono::milliseconds timeout)
+                                std::chrono::milliseconds timeout, const RingEncoding &encoding)
 {
     if (size < 1 || rank < 0 || rank >= size)
         throw Error("ring all-reduce: rank " + std::to_string(rank) + " of " + std::to_string(size) + " is invalid");
+    const std::span<const float> base = encoding.base;
+    if (!base.empty() && (base.size() != values.size() || encoding.baseTag == 0))
+        throw Error("ring all-reduce: a base of " + std::to_string(base.size()) + " values (tag " +
+                    std::to_string(encoding.baseTag) + ") for " + std::to_string(values.size()) + " values");
+    const uint64_t tag = base.empty() ? 0 : encoding.baseTag;
+    const bool bf16 = encoding.bf16 && !base.empty();
     RingResult result;
     const auto start = Clock::now();
     if (size == 1) {
@@ -65,6 +75,8 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
     }
     // Work on a copy so that an abandoned round leaves the caller's values intact.
     std::vector<float> work(values.begin(), values.end());
+    for (size_t i = 0; i < base.size(); ++i)
+        work[i] -= base[i];
     auto slice = [&](int chunk) {
         auto [b, e] = chunkRange(work.size(), size, chunk);
         return std::span<float>(work.data() + b, e - b);
@@ -78,8 +90,11 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
         const int sendChunk = gather ? wrap(rank + 1 - s, size) : wrap(rank - s, size);
         const int recvChunk = gather ? wrap(rank - s, size) : wrap(rank - s - 1, size);
         auto out = slice(sendChunk);
-        links.sendNext({round, step, sendChunk, std::vector<float>(out.begin(), out.end())});
-        result.bytesSent += out.size() * sizeof(float);
+        // In place: the owner of a summed chunk keeps what the others will hold.
+        if (bf16)
+            roundToBfloat16(out);
+        links.sendNext({round, step, sendChunk, std::vector<float>(out.begin(), out.end()), tag, bf16});
+        result.bytesSent += out.size() * (bf16 ? 2 : sizeof(float));
 
         const auto deadline = Clock::now() + timeout;
         std::optional<RingChunk> in;
@@ -109,6 +124,15 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
             result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
             return result;
         }
+        if (in->base != tag) {
+            result.error = "ring round " + std::to_string(round) + ": the previous member averages from " +
+                           (in->base ? "another base" : "its own values") + ", this one from " +
+                           (tag ? "the last round's" : "its own values") +
+                           " (it missed a round, or restarted); the next round starts from the members' own values";
+            result.baseMismatch = true;
+            result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            return result;
+        }
         auto dst = slice(recvChunk);
         if (in->values.size() != dst.size()) {
             result.error = "ring round " + std::to_string(round) + ": chunk " + std::to_string(recvChunk) + " holds " +
@@ -124,14 +148,15 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
         // completes (nobody waits out a timeout) and the poison stops here.
         const auto [ob, oe] = chunkRange(values.size(), size, recvChunk);
         const std::span<const float> own(values.data() + ob, oe - ob);
+        const auto ownBase = base.empty() ? base : base.subspan(ob, oe - ob);
         const int members = gather ? size : s + 1;
-        if (const std::string why = implausible(in->values, own, members); !why.empty()) {
+        if (const std::string why = implausible(in->values, own, ownBase, members); !why.empty()) {
             if (!result.rejected)
                 result.rejection = "ring round " + std::to_string(round) + ": refused the previous member's chunk " +
                                    std::to_string(recvChunk) + " (step " + std::to_string(step) + "): " + why;
             result.rejected = true;
             for (size_t i = 0; i < own.size(); ++i)
-                in->values[i] = own[i] * float(members);
+                in->values[i] = (ownBase.empty() ? own[i] : own[i] - ownBase[i]) * float(members);
         }
         if (gather)
             std::copy(in->values.begin(), in->values.end(), dst.begin());
@@ -141,7 +166,7 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
     }
     const float inv = 1.0f / float(size);
     for (size_t i = 0; i < work.size(); ++i)
-        values[i] = work[i] * inv;
+        values[i] = work[i] * inv + (base.empty() ? 0.0f : base[i]);
     result.complete = true;
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return result;

@@ -17,6 +17,24 @@ struct RingChunk
     int step = 0;       ///< 0 .. 2(n-1)-1: reduce-scatter steps, then all-gather steps
     int chunk = 0;      ///< which slice of the flattened values
     std::vector<float> values;
+    uint64_t base = 0; ///< 0: sums of the members' values; else of their differences from this base
+    bool bf16 = false; ///< the values are bf16-exact and may travel as bf16
+};
+
+/// How a round's values travel.
+struct RingEncoding
+{
+    /// When not empty: values every member holds alike, laid out as the values averaged
+    /// (the weights after the ring's last round), named by `baseTag` (not 0). The ring
+    /// then sums the members' differences from it, which are small, and adds it back.
+    /// A member whose chunk names another base (it missed that round, or restarted)
+    /// ends the round on both sides at once (`baseMismatch`).
+    std::span<const float> base;
+    uint64_t baseTag = 0;
+    /// Chunks travel as bf16, half the bytes: every member rounds what it sends, the
+    /// owner of a summed chunk its own copy too, so the members still end equal. Only
+    /// with a base: weights themselves rounded to bf16 would lose the small steps.
+    bool bf16 = false;
 };
 
 /// A ring member's two links: to the next member and from the previous one.
@@ -46,6 +64,9 @@ struct RingResult
     /// When a neighbour was already in a later round: its chunk that ended this round,
     /// handed back so that the caller can join that round (RingAveraging does).
     std::optional<RingChunk> newer;
+    /// The previous member averaged from another base (RingEncoding): the round ended
+    /// at once; the next should start from the members' own values.
+    bool baseMismatch = false;
 };
 
 /// How far from a member's own values of a chunk the mean of what it receives may be,
@@ -71,9 +92,12 @@ inline constexpr double kPlausibleDistance = 1.5;
 /// its sender: the previous member is the one to blame. The cost: that chunk's average
 /// leans towards this member's values for the round.
 ///
+/// With a base (RingEncoding), the chunks carry sums of differences from it, and the
+/// check above is made on the mean it implies all the same.
+///
 /// Thread safety: one call per member at a time; members run concurrently.
 RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uint64_t round, RingLinks &links,
-                                std::chrono::milliseconds timeout);
+                                std::chrono::milliseconds timeout, const RingEncoding &encoding = {});
 
 /// The [begin, end) element range of chunk `chunk` when `count` values are cut into
 /// `parts` nearly equal chunks.

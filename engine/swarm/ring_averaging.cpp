@@ -101,15 +101,17 @@ RingAveraging::RingAveraging(std::chrono::milliseconds timeout)
 { }
 
 RingAveraging::Outcome RingAveraging::average(std::vector<NamedTensor> parameters, const RingPlace &place,
-                                              int64_t round, RingLinks &links)
+                                              int64_t round, RingLinks &links, RingEncoding encoding)
 {
     Outcome outcome;
     for (auto &p : parameters)
         if (const size_t l = layerOfParameter(p.name); l >= place.firstLayer && l < place.lastLayer)
             outcome.parameters.push_back(std::move(p));
     std::vector<float> flat = flattenParameters(outcome.parameters);
+    if (encoding.base.size() != flat.size()) // the ring's layers changed since the base
+        encoding.base = {};
     const uint64_t id = uint64_t(round + m_roundOffset);
-    outcome.result = ringAllReduceAverage(flat, place.rank, place.size, id, links, m_timeout);
+    outcome.result = ringAllReduceAverage(flat, place.rank, place.size, id, links, m_timeout, encoding);
     if (!outcome.result.complete && outcome.result.newer && outcome.result.newer->round > id &&
         outcome.result.newer->round - id > kMaxRoundJump) {
         // No member can be that far ahead (a day of rounds every second): a forged round
@@ -125,7 +127,7 @@ RingAveraging::Outcome RingAveraging::average(std::vector<NamedTensor> parameter
         const uint64_t newer = outcome.result.newer->round;
         m_roundOffset += int64_t(newer - id);
         PutBack first(links, std::move(*outcome.result.newer));
-        outcome.result = ringAllReduceAverage(flat, place.rank, place.size, newer, first, m_timeout);
+        outcome.result = ringAllReduceAverage(flat, place.rank, place.size, newer, first, m_timeout, encoding);
     }
     if (outcome.result.complete)
         unflattenParameters(flat, outcome.parameters);

@@ -60,7 +60,10 @@ public:
     /// parameters; float32) with the ring behind `links`, as round `round` (offset as
     /// described above). When the round is not complete, the returned parameters hold
     /// the values they had. Every parameter name must start with its layer index.
-    Outcome average(std::vector<NamedTensor> parameters, const RingPlace &place, int64_t round, RingLinks &links);
+    /// `encoding`: how the values travel (a base of another size than the ring's
+    /// parameters is not used).
+    Outcome average(std::vector<NamedTensor> parameters, const RingPlace &place, int64_t round, RingLinks &links,
+                    RingEncoding encoding = {});
 
     /// The offset added to round numbers so far (0 unless this member was behind).
     int64_t roundOffset() const { return m_roundOffset; }

@@ -123,16 +123,18 @@ private Q_SLOTS:
         QCOMPARE(o.local.evalEvery, int64_t(-1));
         QCOMPARE(o.checkpointSeconds, -1);
         QCOMPARE(o.peerCompression, std::string("bf16")); // the default
+        QCOMPARE(o.ringCompression, std::string("bf16"));
 
         NodeOptions given;
         r = parse({"--join", "wss://h:1/#sha256=ab", "--checkpoint-every", "10", "--eval-every", "0",
-                   "--checkpoint-seconds", "0", "--peer-compression", "none"},
+                   "--checkpoint-seconds", "0", "--peer-compression", "none", "--ring-compression", "none"},
                   &given);
         QVERIFY2(r.run, r.error.c_str());
         QCOMPARE(given.local.checkpointEvery, int64_t(10));
         QCOMPARE(given.local.evalEvery, int64_t(0));
         QCOMPARE(given.checkpointSeconds, 0);
         QCOMPARE(given.peerCompression, std::string("none"));
+        QCOMPARE(given.ringCompression, std::string("none"));
         // A swarm setting: not without --join.
         NodeOptions local;
         r = parse({"--checkpoint-seconds", "5"}, &local);
@@ -210,6 +212,10 @@ private Q_SLOTS:
         QTest::newRow("unknown compression")
             << QStringList{"--join", "wss://h:1/#sha256=ab", "--peer-compression", "zstd"}
             << "--peer-compression: 'zstd' is not one of none|fp16|bf16";
+        QTest::newRow("--ring-compression alone")
+            << QStringList{"--ring-compression", "none"} << "--ring-compression goes with --join";
+        QTest::newRow("fp16 rings") << QStringList{"--join", "wss://h:1/#sha256=ab", "--ring-compression", "fp16"}
+                                    << "--ring-compression: 'fp16' is not one of none|bf16";
         QTest::newRow("--no-port-mapping") << QStringList{"--no-port-mapping"} << "--no-port-mapping goes with --join";
         QTest::newRow("--relay-mbit alone")
             << QStringList{"--join", "wss://h:1/#sha256=" + QString(64, 'a'), "--relay-mbit", "10"}

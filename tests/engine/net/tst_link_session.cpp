@@ -198,7 +198,7 @@ private Q_SLOTS:
         const auto c = p->clientLog.lastClose();
         QVERIFY2(c.reason.find("no common protocol version") != std::string::npos, c.reason.c_str());
         QVERIFY(c.fatal);
-        QVERIFY2(logs.contains("no common protocol version: this node speaks 2..2, the peer 5..6"), logs.all().c_str());
+        QVERIFY2(logs.contains("no common protocol version: this node speaks 3..3, the peer 5..6"), logs.all().c_str());
     }
 
     void hostileFramesAreClosedWithAReason_data()

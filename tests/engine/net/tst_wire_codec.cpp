@@ -6,8 +6,8 @@
 #include <random>
 
 #include "engine/common/error.h"
+#include "engine/common/half_float.h"
 #include "engine/net/crc32c.h"
-#include "engine/net/half_float.h"
 #include "engine/net/wire.pb.h"
 #include "engine/net/wire_codec.h"
 #include "tests/engine/net/allocation_probe.h"
@@ -178,6 +178,25 @@ private Q_SLOTS:
             const auto *g = std::get_if<Gradients>(&m);
             const bool narrowed = std::holds_alternative<Activations>(m) || (g && g->gradients.bytes > 0);
             QCOMPARE(small.size() < plain.size(), narrowed);
+        }
+    }
+
+    // A ring chunk of differences already rounded to bf16 travels as bf16 on any link,
+    // compressed or not, and arrives as the same float32 values with its base.
+    void aBf16RingChunkTravelsAsBf16OnAnyLink()
+    {
+        RingChunk m{99, 12, 1, 0, test::floatTensor({1000}, 0.5f), 42, true};
+        RingChunk wide = m;
+        wide.bf16 = false;
+        for (const auto c : {Compression::None, Compression::Fp16}) {
+            const Bytes small = encoded(m, c), plain = encoded(wide, c);
+            QCOMPARE(plain.size() - small.size(), size_t(2000));
+            const auto r = decode(small);
+            QVERIFY2(r.ok(), r.reason.c_str());
+            const auto &got = std::get<RingChunk>(*r.message);
+            QCOMPARE(got.base, uint64_t(42));
+            QVERIFY(got.tensor.dtype == DType::Float32);
+            QVERIFY(test::sameMessage(m, *r.message));
         }
     }
 

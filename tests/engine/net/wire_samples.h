@@ -46,7 +46,7 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(Activations{7, 3, floatTensor({5, 13}, 1.5f), labelTensor(5)});
     m.push_back(Activations{8, 3, floatTensor({2, 3}, 2.0f), {}});
     m.push_back(Gradients{7, 3, floatTensor({5, 13}, -0.5f)});
-    m.push_back(RingChunk{99, 12, 5, 2, floatTensor({1001}, 0.75f)});
+    m.push_back(RingChunk{99, 12, 5, 2, floatTensor({1001}, 0.75f), 0x1234567890abcdefull});
     m.push_back(WeightsRequest{5, 2, {"3.weight", "3.bias"}});
     m.push_back(WeightsReply{5, 2, 17, {{"3.weight", floatTensor({4, 3}, 0.5f)}, {"3.bias", floatTensor({4}, 0.1f)}}});
     m.push_back(WeightsReply{6, 2, 17, {}});
@@ -123,7 +123,7 @@ inline bool sameMessage(const net::Message &a, const net::Message &b)
     if (auto *x = std::get_if<RingChunk>(&a)) {
         auto &y = std::get<RingChunk>(b);
         return x->ringId == y.ringId && x->round == y.round && x->step == y.step && x->chunkIndex == y.chunkIndex &&
-               sameTensor(x->tensor, y.tensor);
+               x->base == y.base && sameTensor(x->tensor, y.tensor);
     }
     if (auto *x = std::get_if<WeightsReply>(&a)) {
         auto &y = std::get<WeightsReply>(b);

@@ -65,6 +65,32 @@ private Q_SLOTS:
             QCOMPARE(a.step(avg), b.step(avg));
     }
 
+    // The anchor is the base the ring's next round sums differences from; its tag is how
+    // members tell that they share it: equal anchors, equal tags; another anchor, another
+    // tag; none after a reset.
+    void theAnchorAndItsTagFollowTheRounds()
+    {
+        OuterOptimizer plain({}), a({0.7, 0.9}), b({0.7, 0.9});
+        QCOMPARE(plain.anchorTag(), uint64_t(0));
+        QVERIFY(plain.anchor().empty());
+        plain.step(std::vector<float>{1.0f, 2.0f});
+        QCOMPARE(std::vector<float>(plain.anchor().begin(), plain.anchor().end()), (std::vector<float>{1.0f, 2.0f}));
+        QVERIFY(plain.anchorTag() != 0);
+        const uint64_t first = plain.anchorTag();
+        plain.step(std::vector<float>{1.0f, 2.5f});
+        QCOMPARE(plain.anchor()[1], 2.5f);
+        QVERIFY(plain.anchorTag() != first);
+        for (const auto &avg : std::vector<std::vector<float>>{{1, 2}, {0.8f, 2.5f}}) {
+            const auto stepped = a.step(avg);
+            b.step(avg);
+            QCOMPARE(std::vector<float>(a.anchor().begin(), a.anchor().end()), stepped);
+            QCOMPARE(a.anchorTag(), b.anchorTag());
+        }
+        b.reset();
+        QCOMPARE(b.anchorTag(), uint64_t(0));
+        QVERIFY(b.anchor().empty());
+    }
+
     void aNewShapeOrAResetStartsAgainFromTheAverage()
     {
         OuterOptimizer o({0.7, 0.9});

@@ -153,6 +153,52 @@ CloseRing runCloseRing(int n, size_t count, float drift, int tamperer = -1,
     return ring;
 }
 
+// A ring of `n` members that share `base` (the weights after their last round) and
+// each moved from it by up to 0.01 since, averaging with `encodings[r]` for member r
+// (its base filled in when the encoding has a tag), to the end.
+struct BasedRing
+{
+    std::vector<float> base;
+    std::vector<std::vector<float>> original, values;
+    std::vector<RingResult> results;
+    double seconds = 0;
+};
+
+BasedRing runBasedRing(int n, size_t count, std::vector<RingEncoding> encodings,
+                       std::chrono::milliseconds timeout = 300ms)
+{
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> shared(1, 2), moved(-0.01f, 0.01f);
+    BasedRing ring;
+    ring.base.resize(count);
+    for (auto &x : ring.base)
+        x = shared(rng);
+    ring.values.assign(size_t(n), ring.base);
+    for (auto &v : ring.values)
+        for (auto &x : v)
+            x += moved(rng);
+    ring.original = ring.values;
+    for (auto &e : encodings)
+        if (e.baseTag)
+            e.base = ring.base;
+    std::vector<Mailbox> boxes(static_cast<size_t>(n));
+    std::vector<std::unique_ptr<QueueLinks>> links;
+    for (int r = 0; r < n; ++r)
+        links.push_back(std::make_unique<QueueLinks>(boxes[size_t((r + 1) % n)], boxes[size_t(r)]));
+    ring.results.resize(size_t(n));
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+        threads.emplace_back([&, r] {
+            ring.results[size_t(r)] =
+                ringAllReduceAverage(ring.values[size_t(r)], r, n, 1, *links[size_t(r)], timeout, encodings[size_t(r)]);
+        });
+    for (auto &t : threads)
+        t.join();
+    ring.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return ring;
+}
+
 // One parameter "0.weight" holding `values`.
 std::vector<NamedTensor> parameter(const std::vector<float> &values)
 {
@@ -208,6 +254,113 @@ private Q_SLOTS:
         if (members > 1 && count >= members) {
             const double sent = double(run.results[0].bytesSent) / (double(count) * 4);
             QVERIFY(std::abs(sent - 2.0 * (members - 1) / members) < 0.01);
+        }
+    }
+
+    // Members that share the last round's weights sum their differences from them: the
+    // same average, and as bf16 half the bytes. Rounding the weights themselves to bf16
+    // would move values near 1.5 by up to 3e-3; the differences (at most 0.01) keep the
+    // error near 1e-4. The members end bit for bit equal either way.
+    void averagesDifferencesFromASharedBase_data()
+    {
+        QTest::addColumn<int>("members");
+        QTest::addColumn<int>("count");
+        QTest::addColumn<bool>("bf16");
+        QTest::newRow("2 members, float32") << 2 << 1000 << false;
+        QTest::newRow("2 members, bf16") << 2 << 1000 << true;
+        QTest::newRow("3 members, uneven chunks, bf16") << 3 << 1001 << true;
+        QTest::newRow("5 members, bf16") << 5 << 4096 << true;
+    }
+
+    void averagesDifferencesFromASharedBase()
+    {
+        QFETCH(int, members);
+        QFETCH(int, count);
+        QFETCH(bool, bf16);
+        const BasedRing ring =
+            runBasedRing(members, size_t(count), std::vector<RingEncoding>(size_t(members), {{}, 77, bf16}));
+        double worst = 0;
+        for (int r = 0; r < members; ++r) {
+            QVERIFY2(ring.results[size_t(r)].complete, ring.results[size_t(r)].error.c_str());
+            QVERIFY(!ring.results[size_t(r)].rejected);
+            QVERIFY(ring.values[size_t(r)] == ring.values[0]);
+        }
+        for (int i = 0; i < count; ++i) {
+            double expected = 0;
+            for (int r = 0; r < members; ++r)
+                expected += ring.original[size_t(r)][size_t(i)] / double(members);
+            worst = std::max(worst, std::abs(double(ring.values[0][size_t(i)]) - expected));
+        }
+        QVERIFY2(worst < (bf16 ? 2e-4 : 1e-6), qPrintable(QString::number(worst)));
+        if (bf16)
+            QVERIFY2(worst > 0, "bf16 differences should round somewhere");
+        const double sent = double(ring.results[0].bytesSent) / (double(count) * 4);
+        QVERIFY2(std::abs(sent - (bf16 ? 0.5 : 1.0) * 2.0 * (members - 1) / members) < 0.01,
+                 qPrintable(QString::number(sent)));
+    }
+
+    // A member that missed the last round (or restarted) holds another base, or none:
+    // both sides see it in the first chunk and end the round at once, values unchanged,
+    // rather than averaging differences against weights or waiting out the timeout.
+    void aMemberWithAnotherBaseEndsTheRoundAtOnce_data()
+    {
+        QTest::addColumn<quint64>("otherTag");
+        QTest::newRow("no base") << quint64(0);
+        QTest::newRow("another base") << quint64(78);
+    }
+
+    void aMemberWithAnotherBaseEndsTheRoundAtOnce()
+    {
+        QFETCH(quint64, otherTag);
+        const BasedRing ring = runBasedRing(2, 100, {{{}, 77, true}, {{}, otherTag, true}}, 5s);
+        QVERIFY2(ring.seconds < 2.5, qPrintable(QString::number(ring.seconds)));
+        for (int r = 0; r < 2; ++r) {
+            const RingResult &res = ring.results[size_t(r)];
+            QVERIFY(!res.complete);
+            QVERIFY2(res.baseMismatch, res.error.c_str());
+            QVERIFY2(QString::fromStdString(res.error).contains(QStringLiteral("averages from")), res.error.c_str());
+            QVERIFY(ring.values[size_t(r)] == ring.original[size_t(r)]);
+        }
+    }
+
+    // Differences are checked as the values are: a member that scales its differences
+    // by 1e6 is refused by the next one, and the round completes near the others' mean.
+    void aPoisonedDifferenceIsRefused()
+    {
+        constexpr int n = 3, bad = 1;
+        std::vector<RingEncoding> encodings(size_t(n), {{}, 77, true});
+        std::vector<Mailbox> boxes(static_cast<size_t>(n));
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<float> moved(-0.01f, 0.01f);
+        const std::vector<float> base(300, 1.5f);
+        std::vector<std::vector<float>> values(size_t(n), base);
+        for (auto &v : values)
+            for (auto &x : v)
+                x += moved(rng);
+        std::vector<std::unique_ptr<QueueLinks>> links;
+        for (int r = 0; r < n; ++r)
+            links.push_back(std::make_unique<QueueLinks>(boxes[size_t((r + 1) % n)], boxes[size_t(r)]));
+        links[bad]->tamper = [](RingChunk &c) {
+            for (auto &x : c.values)
+                x *= 1e6f;
+        };
+        for (auto &e : encodings)
+            e.base = base;
+        std::vector<RingResult> results(static_cast<size_t>(n));
+        std::vector<std::thread> threads;
+        for (int r = 0; r < n; ++r)
+            threads.emplace_back([&, r] {
+                results[size_t(r)] =
+                    ringAllReduceAverage(values[size_t(r)], r, n, 1, *links[size_t(r)], 300ms, encodings[size_t(r)]);
+            });
+        for (auto &t : threads)
+            t.join();
+        QVERIFY2(results[bad + 1].rejected, results[bad + 1].rejection.c_str());
+        for (int r = 0; r < n; ++r) {
+            QVERIFY2(results[size_t(r)].complete, results[size_t(r)].error.c_str());
+            if (r != bad)
+                for (float x : values[size_t(r)])
+                    QVERIFY2(std::abs(x - 1.5f) < 0.02f, qPrintable(QString::number(x)));
         }
     }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "engine/net/half_float.h"
+#include "engine/common/half_float.h"
 
 #include <cstring>
 
@@ -7,7 +7,7 @@
 #include <immintrin.h>
 #endif
 
-namespace rookery::net {
+namespace rookery {
 namespace {
 
 uint32_t bits(float f)
@@ -123,4 +123,13 @@ void bfloat16ToFloat(std::span<const uint16_t> in, float *out)
         out[i] = fromBits(uint32_t(in[i]) << 16);
 }
 
-} // namespace rookery::net
+void roundToBfloat16(std::span<float> values)
+{
+    uint16_t narrow;
+    for (float &v : values) {
+        floatToBfloat16(std::span<const float>(&v, 1), &narrow);
+        bfloat16ToFloat(std::span<const uint16_t>(&narrow, 1), &v);
+    }
+}
+
+} // namespace rookery

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <span>
 
-namespace rookery::net {
+namespace rookery {
 
-/// float32 <-> float16 / bfloat16 conversions for compressed links. Rounding is to
+/// float32 <-> float16 / bfloat16 conversions for compressed links and rings. Rounding is to
 /// nearest, ties to even (as torch's .half() and .bfloat16()); NaN stays NaN, overflow
 /// becomes infinity. `out` must have room for `in.size()` elements.
 ///
@@ -16,4 +16,8 @@ void halfToFloat(std::span<const uint16_t> in, float *out);
 void floatToBfloat16(std::span<const float> in, uint16_t *out);
 void bfloat16ToFloat(std::span<const uint16_t> in, float *out);
 
-} // namespace rookery::net
+/// Rounds each value in place to the nearest bfloat16 (as floatToBfloat16 and back), so
+/// that sending it as bf16 loses nothing more.
+void roundToBfloat16(std::span<float> values);
+
+} // namespace rookery
