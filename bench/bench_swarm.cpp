@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bench/support/bench_report.h"
+#include "bench/support/one_process_run.h"
 #include "engine/common/error.h"
 #include "engine/common/format.h"
 #include "engine/common/paths.h"
@@ -52,24 +53,11 @@ struct Outcome
 Outcome oneProcess(const std::shared_ptr<const data::ImageDataset> &train, const data::ImageDataset &test,
                    int64_t steps, int64_t evalEvery)
 {
-    train::TrainerConfig c;
-    c.model = model::mlpSpec();
-    c.optimizer.learningRate = kLr;
-    c.optimizer.momentum = kMomentum;
-    c.batchSize = kBatch;
-    train::Trainer t(c, train);
+    const auto r = bench::runOneProcess(train, test, steps, evalEvery);
     Outcome o;
-    Clock::duration busy{};
-    for (int64_t done = 0; done < steps;) {
-        const auto start = Clock::now();
-        for (int64_t i = 0; i < evalEvery && done < steps; ++i, ++done)
-            t.step();
-        busy += Clock::now() - start;
-        o.finalAccuracy = t.evaluate(test).accuracy;
-        if (o.samplesToTarget < 0 && o.finalAccuracy >= kTarget)
-            o.samplesToTarget = done * kBatch;
-    }
-    o.samplesPerSecond = double(steps * kBatch) / std::chrono::duration<double>(busy).count();
+    o.samplesPerSecond = r.samplesPerSecond;
+    o.samplesToTarget = r.samplesToTarget;
+    o.finalAccuracy = r.finalAccuracy;
     return o;
 }
 

@@ -44,7 +44,7 @@ std::vector<float> OuterOptimizer::step(std::span<const float> averaged)
     if (!m_anchor || m_anchor->size() != averaged.size()) {
         m_anchor = out;
         m_anchorTag = tagOf(out);
-        m_velocity.assign(out.size(), 0.0f);
+        m_velocity.assign(m_settings.plain() ? 0 : out.size(), 0.0f); // plain averaging has no momentum
         return out;
     }
     if (m_settings.plain()) {
