@@ -39,6 +39,7 @@ int main(int argc, char **argv)
     int64_t graceSeconds = 0;
     int64_t certificateSeconds = 0;
     int64_t checkpointSeconds = -1;
+    int64_t evalEvery = -1;
     int poisoner = 0;
     std::string misbehaviour = "ring-poison";
     int withoutData = 0;
@@ -77,6 +78,10 @@ int main(int argc, char **argv)
     cli::addWholeNumber(p, "--certificate-lifetime", certificateSeconds, 5, 365 * 86400, "S",
                         "how long the nodes' certificates are valid (the coordinator's --certificate-lifetime-s; "
                         "default 30 days); nodes renew them at half of it");
+    cli::addWholeNumber(p, "--eval-every", evalEvery, 0, 1'000'000'000, "N",
+                        "roots test their pipeline's model every N steps (their --eval-every; default 200; 0: only "
+                        "at the end)")
+        ->default_str("");
     cli::addWholeNumber(p, "--checkpoint-seconds", checkpointSeconds, 0, 86400, "S",
                         "nodes checkpoint at most every S seconds (their --checkpoint-seconds; default 20; 0: "
                         "every 50 steps)")
@@ -151,6 +156,8 @@ int main(int argc, char **argv)
         s.nodeArgs.insert(s.nodeArgs.end(), {"--memory-cap", std::to_string(memoryCapMiB)});
     if (checkpointSeconds >= 0)
         s.nodeArgs.insert(s.nodeArgs.end(), {"--checkpoint-seconds", std::to_string(checkpointSeconds)});
+    if (evalEvery >= 0)
+        s.nodeArgs.insert(s.nodeArgs.end(), {"--eval-every", std::to_string(evalEvery)});
     s.nodeArgs.insert(s.nodeArgs.end(), {"--peer-compression", peerCompression, "--ring-compression", ringCompression});
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
