@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/common/splitmix64.h"
+
 namespace rookery::swarm {
 namespace {
 
-// FNV-1a over the values' bits, then splitmix64's finaliser; 0 is kept for "none".
+// FNV-1a over the values' bits, mixed by one splitmix64 step; 0 is kept for "none".
 uint64_t tagOf(std::span<const float> values)
 {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -16,10 +18,8 @@ uint64_t tagOf(std::span<const float> values)
         std::memcpy(&bits, &v, sizeof bits);
         h = (h ^ bits) * 0x100000001b3ull;
     }
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return h ? h : 1;
+    const uint64_t tag = SplitMix64{h}.next();
+    return tag ? tag : 1;
 }
 
 } // namespace

@@ -128,6 +128,17 @@ class TestTlsLink : public QObject
         return d;
     }
 
+    // The client dialling `port` again after each close, backing off from 50 to 400 ms.
+    DialConfig redialConfig(uint16_t port)
+    {
+        auto d = dialConfig(m_clientNode, m_clientNode.credentials(m_ca));
+        d.port = port;
+        d.reconnect = true;
+        d.initialBackoff = 50ms;
+        d.maxBackoff = 400ms;
+        return d;
+    }
+
     // The good link still carries messages both ways.
     void checkGoodLink()
     {
@@ -496,10 +507,7 @@ private Q_SLOTS:
     void reconnectsWithBackoffUntilTheServerIsBack()
     {
         const uint16_t port = m_listener->port();
-        auto d = dialConfig(m_clientNode, m_clientNode.credentials(m_ca));
-        d.reconnect = true;
-        d.initialBackoff = 50ms;
-        d.maxBackoff = 400ms;
+        const auto d = redialConfig(port);
         // Take the listener down: the link must keep trying and come back by itself.
         m_listener->stop();
         m_good->close();
@@ -542,13 +550,8 @@ private Q_SLOTS:
             link->close("not a neighbour in this assignment");
         };
         Listener refusing(*m_net, lc, events);
-        auto d = dialConfig(m_clientNode, m_clientNode.credentials(m_ca));
-        d.port = refusing.port();
-        d.reconnect = true;
-        d.initialBackoff = 50ms;
-        d.maxBackoff = 400ms;
         auto log = std::make_shared<test::EventLog>();
-        auto link = dial(*m_net, d, log->events());
+        auto link = dial(*m_net, redialConfig(refusing.port()), log->events());
         std::this_thread::sleep_for(2s);
         const int opened = log->openedCount();
         qInfo("%d links opened in 2 s", opened);
@@ -570,13 +573,8 @@ private Q_SLOTS:
         lc.link = linkConfig(m_serverNode);
         auto serverLog = std::make_shared<test::EventLog>();
         Listener expired(*m_net, lc, serverLog->events());
-        auto d = dialConfig(m_clientNode, m_clientNode.credentials(m_ca));
-        d.port = expired.port();
-        d.reconnect = true;
-        d.initialBackoff = 50ms;
-        d.maxBackoff = 400ms;
         auto log = std::make_shared<test::EventLog>();
-        auto link = dial(*m_net, d, log->events());
+        auto link = dial(*m_net, redialConfig(expired.port()), log->events());
         QVERIFY(test::waitUntil([&] { return log->closedCount() >= 3; }));
         const auto c = log->lastClose();
         QVERIFY2(c.reason.find("expired on") != std::string::npos, c.reason.c_str());

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/net/certificate_authority.h"
@@ -102,6 +103,14 @@ void tickFor(Node &n, std::chrono::milliseconds span)
     }
 }
 
+// The node that dials the other (the lower id dials), then the other.
+std::pair<Node &, Node &> byDialOrder(Node &a, Node &b)
+{
+    if (a.identity.nodeId() < b.identity.nodeId())
+        return {a, b};
+    return {b, a};
+}
+
 bool receivedAny(Node &n)
 {
     return test::waitFor(
@@ -164,8 +173,7 @@ private Q_SLOTS:
         relay::RelayServer server({});
         net::NetContext net;
         Node a(net, ca, 300ms), b(net, ca, 300ms);
-        Node &dialler = a.identity.nodeId() < b.identity.nodeId() ? a : b;
-        Node &other = &dialler == &a ? b : a;
+        auto [dialler, other] = byDialOrder(a, b);
         participant::PeerAddress otherAsSeen{other.identity.nodeId(), "127.0.0.1:1", false}; // refused from here
         dialler.mesh->setPeers({otherAsSeen}, false);
         other.mesh->setPeers({{dialler.identity.nodeId(), "127.0.0.1:1", false}}, false); // it waits to be dialled
@@ -239,8 +247,7 @@ private Q_SLOTS:
         net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
         net::NetContext net;
         Node a(net, ca, 300ms), b(net, ca, 300ms);
-        Node &dialler = a.identity.nodeId() < b.identity.nodeId() ? a : b;
-        Node &other = &dialler == &a ? b : a;
+        auto [dialler, other] = byDialOrder(a, b);
         dialler.mesh->setPeers({{other.identity.nodeId(), "127.0.0.1:1", false}}, false); // refused from here
         QVERIFY(test::waitFor(
             [&] {
@@ -261,8 +268,7 @@ private Q_SLOTS:
         net::CertificateAuthority ca = net::CertificateAuthority::create("test swarm");
         net::NetContext net;
         Node a(net, ca, 1500ms), b(net, ca, 1500ms);
-        Node &dialler = a.identity.nodeId() < b.identity.nodeId() ? a : b;
-        Node &other = &dialler == &a ? b : a;
+        auto [dialler, other] = byDialOrder(a, b);
         const participant::PeerAddress otherReachable{other.identity.nodeId(),
                                                       "127.0.0.1:" + std::to_string(other.mesh->port()), false};
         const participant::PeerAddress diallerAsSeen{dialler.identity.nodeId(), "127.0.0.1:1", false};
