@@ -90,7 +90,7 @@ int main(int argc, char **argv)
     cli::addChoice(p, "--peer-compression", peerCompression, {"none", "fp16", "bf16"},
                    "how activations and gradients travel between the nodes (their --peer-compression)");
     std::string ringCompression = "bf16";
-    cli::addChoice(p, "--ring-compression", ringCompression, {"none", "bf16"},
+    cli::addChoice(p, "--ring-compression", ringCompression, {"none", "bf16", "int8", "int4"},
                    "how the nodes' ring chunks travel (their --ring-compression)");
     cli::addWholeNumber(p, "--nodes-without-data", withoutData, 0, 64, "N",
                         "nodes 1..N have no copy of the dataset: as roots they fetch their shards from the "

@@ -15,6 +15,7 @@
 #include "app/node/node_cli.h"
 #include "engine/common/error.h"
 #include "engine/common/format.h"
+#include "engine/common/value_precision.h"
 #include "engine/control/control_host.h"
 #include "engine/device/profile_service.h"
 #include "engine/host/node_engine.h"
@@ -162,7 +163,7 @@ host::NodeEngineSettings engineSettings(const app::NodeOptions &o)
     s.swarm.relayPort = uint16_t(o.serveRelay);
     s.swarm.relayBytesPerSecondPerPair = uint64_t(o.relayMbit * 1e6 / 8);
     s.swarm.peerCompression = net::compressionFromName(o.peerCompression);
-    s.swarm.ringBf16 = o.ringCompression == "bf16";
+    s.swarm.ringPrecision = precisionFromName(o.ringCompression);
     s.swarm.port = uint16_t(o.port);
     if (o.local.checkpointEvery >= 0)
         s.swarm.checkpointEvery = o.local.checkpointEvery;

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "engine/common/half_float.h"
+#include "engine/common/int_blocks.h"
 #include "engine/net/crc32c.h"
 #include "engine/net/wire_codec.h"
 #include "engine/net/wire_schema.h"
@@ -97,7 +98,7 @@ bool FrameDecoder::State::checkTensor(size_t index, const schema::InTensor &in, 
     const std::string which = "tensor " + std::to_string(index) + " (" + in.role + ")";
     if (d.dtype() < wire::FLOAT32 || d.dtype() > wire::UINT8)
         return fail(WireError::BadTensor, which + " has unknown dtype " + std::to_string(d.dtype()));
-    if (d.encoding() < wire::ENCODING_RAW || d.encoding() > wire::ENCODING_BF16 ||
+    if (d.encoding() < wire::ENCODING_RAW || d.encoding() > wire::ENCODING_INT4_BLOCKS ||
         (d.encoding() != wire::ENCODING_RAW && d.dtype() != wire::FLOAT32))
         return fail(WireError::BadTensor, which + " has an invalid encoding " + std::to_string(d.encoding()));
     if (uint64_t(d.shape_size()) > limits.maxDims)
@@ -112,8 +113,7 @@ bool FrameDecoder::State::checkTensor(size_t index, const schema::InTensor &in, 
                         which + " has more than " + std::to_string(limits.maxTensorElements) + " elements");
         elements *= uint64_t(dim);
     }
-    const uint64_t elementBytes = d.encoding() == wire::ENCODING_RAW ? dtypeSize(DType(d.dtype())) : 2;
-    if (d.byte_length() != elements * elementBytes)
+    if (d.byte_length() != schema::encodedBytes(d.encoding(), DType(d.dtype()), elements))
         return fail(WireError::BadTensor, which + " declares " + bytesText(d.byte_length()) + " for " +
                                               std::to_string(elements) + " elements");
     const uint64_t offset = (end + kAlign - 1) / kAlign * kAlign;
@@ -211,6 +211,17 @@ DecodeResult FrameDecoder::finish(std::shared_ptr<const void> owner, std::span<c
             t.owner = owner;
             t.data = data;
             t.bytes = d.byte_length();
+        } else if (d.encoding() == wire::ENCODING_INT8_BLOCKS ||
+                   d.encoding() == wire::ENCODING_INT4_BLOCKS) { // sizes checked as below
+            auto wide = std::make_shared<std::vector<float>>(slot.elements);
+            const CodeBits bits = d.encoding() == wire::ENCODING_INT4_BLOCKS ? CodeBits::Four : CodeBits::Eight;
+            if (!intBlocksToFloat({data, size_t(d.byte_length())}, slot.elements, bits, wide->data()))
+                return failed(WireError::BadTensor, std::string(m->name) + ": tensor " + std::to_string(i) + " (" +
+                                                        slot.role + ") has a block exponent over " +
+                                                        std::to_string(kBlockMaxExponent));
+            t.data = reinterpret_cast<const uint8_t *>(wide->data());
+            t.bytes = wide->size() * 4;
+            t.owner = std::move(wide);
         } else { // widen fp16/bf16 back to float32; the size was checked against the limits
             auto wide = std::make_shared<std::vector<float>>(slot.elements);
             std::vector<uint16_t> copy; // only when the frame's bytes are not 2-byte aligned

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "engine/common/error.h"
 #include "engine/common/half_float.h"
+#include "engine/common/int_blocks.h"
 #include "engine/net/crc32c.h"
 #include "engine/net/wire_schema.h"
 
@@ -68,11 +70,28 @@ TensorBuffer narrow(const TensorBuffer &t, Compression c)
     return out;
 }
 
+// The float32 tensor as blocks of integer codes, or nullopt when a value has no code
+// (then it goes as float32, and the receiver judges it).
+std::optional<TensorBuffer> packBlocks(const TensorBuffer &t, CodeBits bits)
+{
+    const size_t n = t.bytes / 4;
+    std::vector<float> aligned(n); // a copy: the source may not be 4-byte aligned
+    if (n)
+        std::memcpy(aligned.data(), t.data, t.bytes);
+    auto storage = std::make_shared<std::vector<uint8_t>>(intBlocksBytes(n, bits));
+    if (!floatToIntBlocks(aligned, bits, storage->data()))
+        return std::nullopt;
+    TensorBuffer out = t;
+    out.data = storage->data();
+    out.bytes = storage->size();
+    out.owner = std::move(storage);
+    return out;
+}
+
 void describe(const TensorBuffer &t, wire::Tensor &d, const char *role, wire::Encoding encoding)
 {
     const auto elements = elementCount(t.shape, std::numeric_limits<uint64_t>::max() / 8);
-    const size_t elementBytes = encoding == wire::ENCODING_RAW ? dtypeSize(t.dtype) : 2;
-    if (!elements || *elements * elementBytes != t.bytes || (t.bytes && !t.data))
+    if (!elements || schema::encodedBytes(encoding, t.dtype, *elements) != t.bytes || (t.bytes && !t.data))
         throw Error(std::string("cannot send the ") + role + " tensor: shape " + shapeText(t.shape) + " of " +
                     std::string(dtypeName(t.dtype)) + " does not match its " + std::to_string(t.bytes) + " bytes");
     d.set_dtype(wire::DType(int(t.dtype)));
@@ -83,6 +102,21 @@ void describe(const TensorBuffer &t, wire::Tensor &d, const char *role, wire::En
 }
 
 } // namespace
+
+uint64_t schema::encodedBytes(wire::Encoding encoding, DType dtype, uint64_t elements)
+{
+    switch (encoding) {
+    case wire::ENCODING_FP16:
+    case wire::ENCODING_BF16:
+        return elements * 2;
+    case wire::ENCODING_INT8_BLOCKS:
+        return intBlocksBytes(elements, CodeBits::Eight);
+    case wire::ENCODING_INT4_BLOCKS:
+        return intBlocksBytes(elements, CodeBits::Four);
+    default:
+        return elements * dtypeSize(dtype);
+    }
+}
 
 std::string_view wireErrorName(WireError error)
 {
@@ -165,13 +199,21 @@ EncodedFrame encodeFrame(const Message &message, Compression compression, bool c
     schema::toEnvelope(message, env, tensors);
     f.m_keep.reserve(tensors.size());
     for (const auto &t : tensors) {
-        const Compression c = t.alwaysBf16 ? Compression::Bf16 : compression;
-        const bool narrowIt =
-            (t.compressible || t.alwaysBf16) && c != Compression::None && t.source->dtype == DType::Float32;
-        if (narrowIt && t.source->bytes % 4 != 0)
+        const bool isFloat = t.source->dtype == DType::Float32;
+        const Compression c = t.fixed == ValuePrecision::Bf16 ? Compression::Bf16 : compression;
+        const bool narrowIt = (t.compressible || t.fixed == ValuePrecision::Bf16) && c != Compression::None && isFloat;
+        const bool packIt = (t.fixed == ValuePrecision::Int8 || t.fixed == ValuePrecision::Int4) && isFloat;
+        if ((narrowIt || packIt) && t.source->bytes % 4 != 0)
             throw Error(std::string("cannot send the ") + t.role + " tensor: its byte count is not a multiple of 4");
-        f.m_keep.push_back(narrowIt ? narrow(*t.source, c) : *t.source);
-        describe(f.m_keep.back(), *t.descriptor, t.role, narrowIt ? encodingFor(c) : wire::ENCODING_RAW);
+        const CodeBits bits = t.fixed == ValuePrecision::Int4 ? CodeBits::Four : CodeBits::Eight;
+        std::optional<TensorBuffer> packed;
+        if (packIt)
+            packed = packBlocks(*t.source, bits);
+        f.m_keep.push_back(packed ? std::move(*packed) : narrowIt ? narrow(*t.source, c) : *t.source);
+        describe(f.m_keep.back(), *t.descriptor, t.role,
+                 packed     ? (bits == CodeBits::Four ? wire::ENCODING_INT4_BLOCKS : wire::ENCODING_INT8_BLOCKS)
+                 : narrowIt ? encodingFor(c)
+                            : wire::ENCODING_RAW);
     }
     const size_t headerBytes = env.ByteSizeLong();
     const size_t headEnd = FrameDecoder::kPrefixBytes + headerBytes;

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "engine/common/tensor_buffer.h"
+#include "engine/common/value_precision.h"
 
 namespace rookery::net {
 
 /// The protocol versions this build speaks. A link agrees on the highest version both
 /// ends support during the Hello exchange (docs/protocol.md).
-inline constexpr uint32_t kProtocolVersion = 3;
-inline constexpr uint32_t kOldestProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
+inline constexpr uint32_t kOldestProtocolVersion = 4;
 
 enum class NodeRole : uint8_t { Node = 1, Coordinator = 2 };
 
@@ -124,7 +125,9 @@ struct RingChunk
     uint32_t chunkIndex = 0; ///< which of the n chunks
     TensorBuffer tensor;
     uint64_t base = 0; ///< 0: the members' own values; else differences from the base this tag names
-    bool bf16 = false; ///< the values are bf16-exact: sent as bf16 on any link (received as float32)
+    /// The values are exact in this precision and travel in it on any link (received as
+    /// float32)
+    ValuePrecision precision = ValuePrecision::Float32;
 };
 
 /// A node taking over a stage asks for its current weights (all when `names` is empty).

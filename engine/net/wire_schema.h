@@ -20,10 +20,14 @@ struct OutTensor
 {
     const TensorBuffer *source;
     wire::Tensor *descriptor;
-    bool compressible;       ///< activations and gradients may travel as fp16/bf16
-    const char *role;        ///< "activations", "labels", ... for error messages
-    bool alwaysBf16 = false; ///< float32 values already rounded to bf16: sent as bf16 on any link
+    bool compressible; ///< activations and gradients may travel as fp16/bf16
+    const char *role;  ///< "activations", "labels", ... for error messages
+    /// Float32 values already exact in this precision: sent in it on any link
+    ValuePrecision fixed = ValuePrecision::Float32;
 };
+
+/// The bytes a tensor of `elements` values of `dtype` takes in `encoding`.
+uint64_t encodedBytes(wire::Encoding encoding, DType dtype, uint64_t elements);
 
 /// Fills `envelope` from `message`; appends the tensors in body order.
 void toEnvelope(const Message &message, wire::Envelope &envelope, std::vector<OutTensor> &tensors);

@@ -153,7 +153,7 @@ struct ToEnvelope
         r->set_step(m.step);
         r->set_chunk_index(m.chunkIndex);
         r->set_base(m.base);
-        out.push_back({&m.tensor, r->mutable_tensor(), false, "ring chunk", m.bf16});
+        out.push_back({&m.tensor, r->mutable_tensor(), false, "ring chunk", m.precision});
     }
     void operator()(const WeightsRequest &m)
     {

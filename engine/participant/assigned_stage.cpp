@@ -428,7 +428,7 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
         jobs.push_back(std::move(job));
     }
     snapshot.clear();
-    averageAtOnce(jobs, round, config.ringBf16);
+    averageAtOnce(jobs, round, config.ringPrecision);
 
     std::vector<RingChange> changes;
     for (auto &job : jobs) {
@@ -442,8 +442,8 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
             ++progress.ringRejected;
             log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
                                       std::to_string(ring.ref.lastLayer - 1) + ": " + outcome.result.rejection +
-                                      "; used this stage's own values in their place (from peer " +
-                                      ring.previous.substr(0, 12) + ")");
+                                      (outcome.result.complete ? "; used this stage's own values in their place" : "") +
+                                      " (from peer " + ring.previous.substr(0, 12) + ")");
         }
         if (!outcome.result.complete) {
             ring.outer.reset(); // the members now differ: the next round starts from its average

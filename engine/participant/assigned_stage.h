@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/common/value_precision.h"
 #include "engine/coord/assignment.h"
 #include "engine/data/image_dataset.h"
 #include "engine/device/thread_config.h"
@@ -47,9 +48,9 @@ struct AssignedStageConfig
     std::chrono::seconds checkpointInterval{0}; ///< ... and at least this long apart (0: no floor)
     int64_t evaluateEvery = 100;                ///< optimizer steps; the root evaluates its pipeline's model
     std::chrono::milliseconds ringTimeout{20'000};
-    /// Ring chunks this member sends go as bf16 where they are differences from the
-    /// last round's weights (half the bytes; stage_rings.h).
-    bool ringBf16 = true;
+    /// How ring chunks this member sends travel where they are differences from the
+    /// last round's weights (bf16: half the bytes; int8: about a quarter; int4: an eighth; stage_rings.h).
+    ValuePrecision ringPrecision = ValuePrecision::Bf16;
     /// The root's cap on microbatches in flight: its window grows to cover the measured
     /// round trip up to this; at least stages + 1. Staleness grows with it, and accuracy
     /// suffers beyond about 5 (bench_wan: the MLP at 81-83% after 1,500 steps with 4-5 in

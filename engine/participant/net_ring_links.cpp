@@ -90,14 +90,14 @@ void NetRingLinks::sendNext(swarm::RingChunk chunk)
     if (!bytes.empty())
         std::memcpy(bytes.data(), chunk.values.data(), bytes.size());
     const int64_t count = int64_t(chunk.values.size());
-    const uint64_t valueBytes = chunk.bf16 ? bytes.size() / 2 : bytes.size(); // as they travel
+    const uint64_t valueBytes = precisionBytes(chunk.values.size(), chunk.precision); // as they travel
     net::RingChunk m{m_ringId,
                      chunk.round,
                      uint32_t(chunk.step),
                      uint32_t(chunk.chunk),
                      tensorBufferFromBytes(DType::Float32, {count}, std::move(bytes)),
                      chunk.base,
-                     chunk.bf16};
+                     chunk.precision};
     // A full queue drains quickly, and a link to a member that has only just been
     // placed comes up within moments; a link still down after that makes the receiving
     // side time out, which abandons the round on every member.

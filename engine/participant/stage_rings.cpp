@@ -15,12 +15,12 @@ void StageRing::follow(const coord::RingRef &r)
         links->setNeighbours(next, previous);
 }
 
-void averageAtOnce(std::vector<RingJob> &jobs, int64_t round, bool bf16)
+void averageAtOnce(std::vector<RingJob> &jobs, int64_t round, ValuePrecision precision)
 {
-    const auto average = [round, bf16](RingJob &job) {
+    const auto average = [round, precision](RingJob &job) {
         try {
-            const auto &outer = job.ring->outer;
-            const swarm::RingEncoding encoding{outer.anchor(), outer.anchorTag(), bf16};
+            auto &outer = job.ring->outer;
+            const swarm::RingEncoding encoding{outer.anchor(), outer.anchorTag(), precision, outer.carry()};
             job.outcome =
                 job.ring->averaging->average(job.parameters, job.ring->place(), round, *job.ring->links, encoding);
         } catch (const std::exception &e) {

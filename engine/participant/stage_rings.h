@@ -44,7 +44,8 @@ struct RingJob
 /// gave up meanwhile, and clusters went on missing each other, round after round. An
 /// exception in a ring's round (a malformed parameter name) becomes its outcome's error.
 /// Each ring sums the differences from its outer optimizer's anchor where it has one
-/// (the weights after its last round), as bf16 when `bf16`.
-void averageAtOnce(std::vector<RingJob> &jobs, int64_t round, bool bf16);
+/// (the weights after its last round), in `precision`, carrying what its rounding left
+/// out of the last round into the next (RingEncoding::carry).
+void averageAtOnce(std::vector<RingJob> &jobs, int64_t round, ValuePrecision precision);
 
 } // namespace rookery::participant

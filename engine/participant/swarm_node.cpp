@@ -143,7 +143,7 @@ void NodeRun::startStage(const coord::Assignment &a)
     sc.keepCheckpoints = s.keepCheckpoints;
     sc.checkpointEvery = s.checkpointEvery;
     sc.checkpointInterval = s.checkpointInterval;
-    sc.ringBf16 = s.ringBf16;
+    sc.ringPrecision = s.ringPrecision;
     sc.evaluateEvery = s.evaluateEvery;
     sc.complaints = m_complaints;
     SwarmNode::Impl &d = m_node;

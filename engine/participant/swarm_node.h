@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/common/value_precision.h"
 #include "engine/device/governor_settings.h"
 #include "engine/net/wire_message.h"
 #include "engine/participant/assigned_stage.h"
@@ -48,10 +49,11 @@ struct SwarmNodeSettings
     /// accuracy lost over 3 seeds; fp16) or float32 (None). Weights stay float32. The
     /// other end agrees unless it refuses compression.
     net::Compression peerCompression = net::Compression::Bf16;
-    /// Whether the ring chunks this node sends go as bf16 (differences from the weights
-    /// after the ring's last round; the first round of a ring goes as float32). Each
-    /// member chooses for itself; the members still end each round equal.
-    bool ringBf16 = true;
+    /// How the ring chunks this node sends travel: bf16, or blocks of int8 or int4 codes (differences
+    /// from the weights after the ring's last round; the first round of a ring goes as
+    /// float32), or float32. Each member chooses for itself; the members still end each
+    /// round equal.
+    ValuePrecision ringPrecision = ValuePrecision::Bf16;
     device::GovernorSettings governor;
     int64_t checkpointEvery = 50; ///< optimizer steps
     /// ... and at least this long apart (0: every checkpointEvery steps): a crash loses at

@@ -45,6 +45,7 @@ std::vector<float> OuterOptimizer::step(std::span<const float> averaged)
         m_anchor = out;
         m_anchorTag = tagOf(out);
         m_velocity.assign(m_settings.plain() ? 0 : out.size(), 0.0f); // plain averaging has no momentum
+        m_carry.assign(out.size(), 0.0f);
         return out;
     }
     if (m_settings.plain()) {
@@ -70,6 +71,7 @@ void OuterOptimizer::reset()
     m_anchor.reset();
     m_anchorTag = 0;
     m_velocity.clear();
+    m_carry.clear();
 }
 
 } // namespace rookery::swarm

@@ -58,11 +58,15 @@ public:
         return m_anchor ? std::span<const float>(*m_anchor) : std::span<const float>();
     }
     uint64_t anchorTag() const { return m_anchorTag; }
+    /// What this member's rounding left out of the last round (RingEncoding::carry),
+    /// laid out as the anchor; zeros after the first round, empty without an anchor.
+    std::span<float> carry() { return m_carry; }
 
 private:
     OuterSettings m_settings;
     std::optional<std::vector<float>> m_anchor;
     std::vector<float> m_velocity;
+    std::vector<float> m_carry;
     uint64_t m_anchorTag = 0;
 };
 

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "engine/common/error.h"
-#include "engine/common/half_float.h"
 
 namespace rookery::swarm {
 namespace {
@@ -66,7 +65,11 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
         throw Error("ring all-reduce: a base of " + std::to_string(base.size()) + " values (tag " +
                     std::to_string(encoding.baseTag) + ") for " + std::to_string(values.size()) + " values");
     const uint64_t tag = base.empty() ? 0 : encoding.baseTag;
-    const bool bf16 = encoding.bf16 && !base.empty();
+    const ValuePrecision precision = base.empty() ? ValuePrecision::Float32 : encoding.precision;
+    const std::span<float> carry = precision == ValuePrecision::Float32 ? std::span<float>() : encoding.carry;
+    if (!carry.empty() && carry.size() != values.size())
+        throw Error("ring all-reduce: a carry of " + std::to_string(carry.size()) + " values for " +
+                    std::to_string(values.size()) + " values");
     RingResult result;
     const auto start = Clock::now();
     if (size == 1) {
@@ -77,6 +80,10 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
     std::vector<float> work(values.begin(), values.end());
     for (size_t i = 0; i < base.size(); ++i)
         work[i] -= base[i];
+    for (size_t i = 0; i < carry.size(); ++i)
+        work[i] += carry[i];
+    std::vector<float> leftOut(carry.size(), 0.0f); // this round's rounding errors, for `carry`
+    std::vector<float> unrounded;
     auto slice = [&](int chunk) {
         auto [b, e] = chunkRange(work.size(), size, chunk);
         return std::span<float>(work.data() + b, e - b);
@@ -90,11 +97,19 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
         const int sendChunk = gather ? wrap(rank + 1 - s, size) : wrap(rank - s, size);
         const int recvChunk = gather ? wrap(rank - s, size) : wrap(rank - s - 1, size);
         auto out = slice(sendChunk);
-        // In place: the owner of a summed chunk keeps what the others will hold.
-        if (bf16)
-            roundToBfloat16(out);
-        links.sendNext({round, step, sendChunk, std::vector<float>(out.begin(), out.end()), tag, bf16});
-        result.bytesSent += out.size() * (bf16 ? 2 : sizeof(float));
+        // In place: the owner of a summed chunk keeps what the others will hold. Each
+        // chunk is rounded by this member once at most with any error (what it forwards
+        // in all-gather is on the grid already).
+        if (!carry.empty())
+            unrounded.assign(out.begin(), out.end());
+        roundForPrecision(out, precision);
+        if (!carry.empty()) {
+            const size_t at = size_t(out.data() - work.data());
+            for (size_t i = 0; i < out.size(); ++i)
+                leftOut[at + i] += unrounded[i] - out[i];
+        }
+        links.sendNext({round, step, sendChunk, std::vector<float>(out.begin(), out.end()), tag, precision});
+        result.bytesSent += precisionBytes(out.size(), precision);
 
         const auto deadline = Clock::now() + timeout;
         std::optional<RingChunk> in;
@@ -130,6 +145,7 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
                            (tag ? "the last round's" : "its own values") +
                            " (it missed a round, or restarted); the next round starts from the members' own values";
             result.baseMismatch = true;
+            result.previousBase = in->base;
             result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
             return result;
         }
@@ -167,6 +183,7 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
     const float inv = 1.0f / float(size);
     for (size_t i = 0; i < work.size(); ++i)
         values[i] = work[i] * inv + (base.empty() ? 0.0f : base[i]);
+    std::copy(leftOut.begin(), leftOut.end(), carry.begin());
     result.complete = true;
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return result;

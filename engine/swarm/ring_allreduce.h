@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/value_precision.h"
+
 namespace rookery::swarm {
 
 /// One piece of a ring all-reduce in flight between neighbours.
@@ -18,7 +20,8 @@ struct RingChunk
     int chunk = 0;      ///< which slice of the flattened values
     std::vector<float> values;
     uint64_t base = 0; ///< 0: sums of the members' values; else of their differences from this base
-    bool bf16 = false; ///< the values are bf16-exact and may travel as bf16
+    /// The values are exact in this precision and travel in it
+    ValuePrecision precision = ValuePrecision::Float32;
 };
 
 /// How a round's values travel.
@@ -31,10 +34,18 @@ struct RingEncoding
     /// ends the round on both sides at once (`baseMismatch`).
     std::span<const float> base;
     uint64_t baseTag = 0;
-    /// Chunks travel as bf16, half the bytes: every member rounds what it sends, the
-    /// owner of a summed chunk its own copy too, so the members still end equal. Only
-    /// with a base: weights themselves rounded to bf16 would lose the small steps.
-    bool bf16 = false;
+    /// Chunks travel as bf16 (half the bytes) or blocks of int8 or int4 codes (a
+    /// little over a quarter, or an eighth): every member rounds what it sends, the owner of a summed chunk its own
+    /// copy too, so the members still end equal. Only with a base: weights themselves
+    /// rounded would lose the small steps.
+    ValuePrecision precision = ValuePrecision::Float32;
+    /// Error feedback, with a base and a rounding precision (empty: none): what this
+    /// member's rounding left out of the ring's sums last round, laid out as the
+    /// values. It is added to this member's differences, and a complete round replaces
+    /// it with what its own rounding left out this time, so nothing is lost for good:
+    /// without it, a value that moves less than half its step (int8, int4) every round never
+    /// moves at all. An abandoned round leaves it as it was.
+    std::span<float> carry;
 };
 
 /// A ring member's two links: to the next member and from the previous one.
@@ -67,6 +78,7 @@ struct RingResult
     /// The previous member averaged from another base (RingEncoding): the round ended
     /// at once; the next should start from the members' own values.
     bool baseMismatch = false;
+    uint64_t previousBase = 0; ///< with baseMismatch: the base the previous member named (0: none)
 };
 
 /// How far from a member's own values of a chunk the mean of what it receives may be,

@@ -110,6 +110,8 @@ RingAveraging::Outcome RingAveraging::average(std::vector<NamedTensor> parameter
     std::vector<float> flat = flattenParameters(outcome.parameters);
     if (encoding.base.size() != flat.size()) // the ring's layers changed since the base
         encoding.base = {};
+    if (encoding.carry.size() != flat.size())
+        encoding.carry = {};
     const uint64_t id = uint64_t(round + m_roundOffset);
     outcome.result = ringAllReduceAverage(flat, place.rank, place.size, id, links, m_timeout, encoding);
     if (!outcome.result.complete && outcome.result.newer && outcome.result.newer->round > id &&
@@ -131,6 +133,13 @@ RingAveraging::Outcome RingAveraging::average(std::vector<NamedTensor> parameter
     }
     if (outcome.result.complete)
         unflattenParameters(flat, outcome.parameters);
+    m_baseMismatchesInARow = outcome.result.baseMismatch ? m_baseMismatchesInARow + 1 : 0;
+    if (m_baseMismatchesInARow >= 2 && outcome.result.previousBase != 0 && !outcome.result.rejected) {
+        outcome.result.rejected = true;
+        outcome.result.rejection = "ring round " + std::to_string(id) +
+                                   ": the previous member named a base again in the round after one that ended on "
+                                   "a base mismatch, where every member starts from its own values";
+    }
     return outcome;
 }
 

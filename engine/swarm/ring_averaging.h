@@ -62,6 +62,11 @@ public:
     /// the values they had. Every parameter name must start with its layer index.
     /// `encoding`: how the values travel (a base of another size than the ring's
     /// parameters is not used).
+    ///
+    /// A round that ends on a base mismatch ends on every member, so every member starts
+    /// the next from its own values (base 0). A previous member that names a base in
+    /// that next round again is not honest (a forged base ends its neighbours' rounds at
+    /// no cost to itself): the outcome is then `rejected`, blaming it.
     Outcome average(std::vector<NamedTensor> parameters, const RingPlace &place, int64_t round, RingLinks &links,
                     RingEncoding encoding = {});
 
@@ -71,6 +76,7 @@ public:
 private:
     std::chrono::milliseconds m_timeout;
     int64_t m_roundOffset = 0;
+    int m_baseMismatchesInARow = 0;
 };
 
 /// The global layer index of a parameter name: 3 for "3.weight". Throws

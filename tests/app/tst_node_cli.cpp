@@ -135,6 +135,10 @@ private Q_SLOTS:
         QCOMPARE(given.checkpointSeconds, 0);
         QCOMPARE(given.peerCompression, std::string("none"));
         QCOMPARE(given.ringCompression, std::string("none"));
+        NodeOptions eightBit;
+        r = parse({"--join", "wss://h:1/#sha256=ab", "--ring-compression", "int8"}, &eightBit);
+        QVERIFY2(r.run, r.error.c_str());
+        QCOMPARE(eightBit.ringCompression, std::string("int8"));
         // A swarm setting: not without --join.
         NodeOptions local;
         r = parse({"--checkpoint-seconds", "5"}, &local);
@@ -215,7 +219,7 @@ private Q_SLOTS:
         QTest::newRow("--ring-compression alone")
             << QStringList{"--ring-compression", "none"} << "--ring-compression goes with --join";
         QTest::newRow("fp16 rings") << QStringList{"--join", "wss://h:1/#sha256=ab", "--ring-compression", "fp16"}
-                                    << "--ring-compression: 'fp16' is not one of none|bf16";
+                                    << "--ring-compression: 'fp16' is not one of none|bf16|int8|int4";
         QTest::newRow("--no-port-mapping") << QStringList{"--no-port-mapping"} << "--no-port-mapping goes with --join";
         QTest::newRow("--relay-mbit alone")
             << QStringList{"--join", "wss://h:1/#sha256=" + QString(64, 'a'), "--relay-mbit", "10"}

@@ -190,15 +190,19 @@ private Q_SLOTS:
     {
         test::LogCapture logs;
         auto clientConfig = config("client");
-        clientConfig.minVersion = 5;
-        clientConfig.maxVersion = 6;
+        clientConfig.minVersion = net::kProtocolVersion + 1;
+        clientConfig.maxVersion = net::kProtocolVersion + 2;
         auto p = openPair(clientConfig);
         QVERIFY(test::waitUntil([&] { return p->clientLog.closedCount() == 1 && p->serverLog.closedCount() == 1; }));
         QCOMPARE(p->clientLog.openedCount(), 0);
         const auto c = p->clientLog.lastClose();
         QVERIFY2(c.reason.find("no common protocol version") != std::string::npos, c.reason.c_str());
         QVERIFY(c.fatal);
-        QVERIFY2(logs.contains("no common protocol version: this node speaks 3..3, the peer 5..6"), logs.all().c_str());
+        const std::string v = std::to_string(net::kProtocolVersion);
+        const std::string expected = "no common protocol version: this node speaks " + v + ".." + v + ", the peer " +
+                                     std::to_string(net::kProtocolVersion + 1) + ".." +
+                                     std::to_string(net::kProtocolVersion + 2);
+        QVERIFY2(logs.contains(expected), logs.all().c_str());
     }
 
     void hostileFramesAreClosedWithAReason_data()

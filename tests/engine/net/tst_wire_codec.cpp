@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "engine/common/error.h"
 #include "engine/common/half_float.h"
+#include "engine/common/int_blocks.h"
+#include "engine/common/value_precision.h"
 #include "engine/net/crc32c.h"
 #include "engine/net/wire.pb.h"
 #include "engine/net/wire_codec.h"
@@ -17,6 +21,7 @@ using namespace rookery;
 using namespace rookery::net;
 
 Q_DECLARE_METATYPE(rookery::net::WireError)
+Q_DECLARE_METATYPE(rookery::ValuePrecision)
 
 namespace {
 
@@ -116,6 +121,81 @@ private Q_SLOTS:
         }
     }
 
+    // Blocks of 8- and 4-bit codes: every value within half its block's step (2^e, the
+    // smallest power of two with the block's largest |value| <= M * 2^e, M = 127 or 7)
+    // of where it was; values already on the grid travel exactly; a block of zeros stays
+    // zero; a value that is not finite has no code, and rounding leaves its block alone.
+    void intBlocksRoundWithinHalfAStep_data()
+    {
+        QTest::addColumn<int>("bits");
+        QTest::addColumn<int>("bytes"); // of 337 values: codes, then 6 exponents
+        QTest::newRow("8-bit") << 8 << 337 + 6;
+        QTest::newRow("4-bit") << 4 << 169 + 6;
+    }
+
+    void intBlocksRoundWithinHalfAStep()
+    {
+        QFETCH(int, bits);
+        QFETCH(int, bytes);
+        const CodeBits b = CodeBits(bits);
+        const double m = bits == 8 ? 127 : 7;
+        std::mt19937 rng(7);
+        std::normal_distribution<float> normal(0, 1);
+        std::vector<float> values(64 * 5 + 17); // a short last block, an odd count
+        for (size_t i = 0; i < values.size(); ++i)
+            values[i] = normal(rng) * std::ldexp(1.0f, int(i / 64) * 9 - 20); // 2^-20 .. 2^16
+        for (size_t i = 64; i < 128; ++i)
+            values[i] = 0;
+        std::vector<uint8_t> packed(intBlocksBytes(values.size(), b));
+        QCOMPARE(int(packed.size()), bytes);
+        QVERIFY(floatToIntBlocks(values, b, packed.data()));
+        std::vector<float> back(values.size());
+        QVERIFY(intBlocksToFloat(packed, values.size(), b, back.data()));
+        for (size_t begin = 0; begin < values.size(); begin += 64) {
+            const size_t end = std::min(values.size(), begin + 64);
+            float largest = 0;
+            for (size_t i = begin; i < end; ++i)
+                largest = std::max(largest, std::fabs(values[i]));
+            int e = -128;
+            while (largest > std::ldexp(m, e))
+                ++e;
+            QCOMPARE(int(int8_t(packed[size_t(bytes) - 6 + begin / 64])), e);
+            for (size_t i = begin; i < end; ++i)
+                QVERIFY2(std::fabs(back[i] - values[i]) <= std::ldexp(0.5, e), qPrintable(QString::number(i)));
+        }
+        for (size_t i = 64; i < 128; ++i)
+            QCOMPARE(back[i], 0.0f);
+        // On the grid: rounding in place gives what the codec gives, and again nothing.
+        std::vector<float> rounded = values;
+        roundToIntBlocks(rounded, b);
+        QVERIFY(rounded == back);
+        QVERIFY(floatToIntBlocks(rounded, b, packed.data()));
+        QVERIFY(intBlocksToFloat(packed, rounded.size(), b, back.data()));
+        QVERIFY(rounded == back);
+        roundToIntBlocks(rounded, b);
+        QVERIFY(rounded == back);
+        // Not finite, or too large for any exponent.
+        for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                std::numeric_limits<float>::max()}) {
+            std::vector<float> withBad = values;
+            withBad[200] = bad;
+            QVERIFY(!floatToIntBlocks(withBad, b, packed.data()));
+            roundToIntBlocks(withBad, b);
+            QVERIFY(std::isnan(bad) ? std::isnan(withBad[200]) : withBad[200] == bad);
+            QCOMPARE(withBad[201], values[201]); // its block untouched
+            QCOMPARE(withBad[3], rounded[3]);    // the others rounded
+        }
+    }
+
+    // A 4-bit code decodes as two's complement: 0x8 is -8, 0x7 is 7, low nibble first.
+    void int4CodesAreTwosComplementNibbles()
+    {
+        const std::vector<uint8_t> packed{0x87, 0x0f, 0}; // codes 7, -8, -1, 0; exponent 0
+        std::vector<float> out(4);
+        QVERIFY(intBlocksToFloat(packed, 4, CodeBits::Four, out.data()));
+        QCOMPARE(out, (std::vector<float>{7, -8, -1, 0}));
+    }
+
     void halfRoundsToNearestEven()
     {
         const std::vector<float> in = {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65504.0f, 65520.0f, 1e-8f, -2.5f};
@@ -181,16 +261,37 @@ private Q_SLOTS:
         }
     }
 
-    // A ring chunk of differences already rounded to bf16 travels as bf16 on any link,
-    // compressed or not, and arrives as the same float32 values with its base.
-    void aBf16RingChunkTravelsAsBf16OnAnyLink()
+    // A ring chunk of differences already rounded to bf16 or to int8 or int4 blocks
+    // travels so on any link, compressed or not, and arrives as the same float32 values
+    // with its base: 2 bytes a value as bf16, 1 or a half and an exponent per 64 as int8
+    // or int4.
+    void aRingChunkTravelsInItsPrecisionOnAnyLink_data()
     {
-        RingChunk m{99, 12, 1, 0, test::floatTensor({1000}, 0.5f), 42, true};
+        QTest::addColumn<ValuePrecision>("precision");
+        QTest::addColumn<int>("saved");
+        QTest::newRow("bf16") << ValuePrecision::Bf16 << 2000;
+        QTest::newRow("int8") << ValuePrecision::Int8 << 4000 - 1016;
+        QTest::newRow("int4") << ValuePrecision::Int4 << 4000 - 516;
+    }
+
+    void aRingChunkTravelsInItsPrecisionOnAnyLink()
+    {
+        QFETCH(ValuePrecision, precision);
+        QFETCH(int, saved);
+        std::mt19937 rng(3);
+        std::normal_distribution<float> step(0, 1e-3f);
+        std::vector<float> values(1000);
+        for (auto &v : values)
+            v = step(rng);
+        roundForPrecision(values, precision);
+        std::vector<uint8_t> bytes(values.size() * 4);
+        std::memcpy(bytes.data(), values.data(), bytes.size());
+        RingChunk m{99, 12, 1, 0, tensorBufferFromBytes(DType::Float32, {1000}, std::move(bytes)), 42, precision};
         RingChunk wide = m;
-        wide.bf16 = false;
+        wide.precision = ValuePrecision::Float32;
         for (const auto c : {Compression::None, Compression::Fp16}) {
             const Bytes small = encoded(m, c), plain = encoded(wide, c);
-            QCOMPARE(plain.size() - small.size(), size_t(2000));
+            QCOMPARE(plain.size() - small.size(), size_t(saved));
             const auto r = decode(small);
             QVERIFY2(r.ok(), r.reason.c_str());
             const auto &got = std::get<RingChunk>(*r.message);
@@ -198,6 +299,27 @@ private Q_SLOTS:
             QVERIFY(got.tensor.dtype == DType::Float32);
             QVERIFY(test::sameMessage(m, *r.message));
         }
+    }
+
+    // A value with no int8 code (not finite) sends its chunk as float32, whole: the
+    // receiver sees it as it is, and its ring's check refuses it.
+    void anInt8RingChunkWithNaNTravelsAsFloat32()
+    {
+        std::vector<float> values(100, 0.25f);
+        values[70] = std::numeric_limits<float>::quiet_NaN();
+        std::vector<uint8_t> bytes(values.size() * 4);
+        std::memcpy(bytes.data(), values.data(), bytes.size());
+        const RingChunk m{
+            99, 12, 1, 0, tensorBufferFromBytes(DType::Float32, {100}, std::move(bytes)), 42, ValuePrecision::Int8};
+        const Bytes frame = encoded(m);
+        const auto r = decode(frame);
+        QVERIFY2(r.ok(), r.reason.c_str());
+        const auto &got = std::get<RingChunk>(*r.message);
+        QCOMPARE(got.tensor.bytes, size_t(400));
+        std::vector<float> back(100);
+        std::memcpy(back.data(), got.tensor.data, 400);
+        QVERIFY(std::isnan(back[70]));
+        QCOMPARE(back[0], 0.25f);
     }
 
     void chunkedEncodingMatchesTheWholeFrame()
@@ -281,6 +403,23 @@ private Q_SLOTS:
         auto int64Fp16 = activationsEnvelope({4}, 8, wire::INT64);
         int64Fp16.mutable_activations()->mutable_activations()->set_encoding(wire::ENCODING_FP16);
         row("fp16 encoding of int64", frameOf(int64Fp16), WireError::BadTensor, "encoding");
+        // 64 values as int8 blocks: 64 codes and one exponent.
+        auto int8Blocks = activationsEnvelope({64}, 65);
+        int8Blocks.mutable_activations()->mutable_activations()->set_encoding(wire::ENCODING_INT8_BLOCKS);
+        Bytes hugeExponent(65, 1);
+        hugeExponent[64] = uint8_t(kBlockMaxExponent + 1); // 127 * 2^121 is no float
+        row("int8 block exponent past 120", frameOf(int8Blocks, {hugeExponent}), WireError::BadTensor, "exponent");
+        auto int8Short = activationsEnvelope({64}, 64);
+        int8Short.mutable_activations()->mutable_activations()->set_encoding(wire::ENCODING_INT8_BLOCKS);
+        row("int8 blocks without their exponent", frameOf(int8Short, {Bytes(64, 1)}), WireError::BadTensor, "declares");
+        auto int4Blocks = activationsEnvelope({64}, 33); // 32 bytes of codes and one exponent
+        int4Blocks.mutable_activations()->mutable_activations()->set_encoding(wire::ENCODING_INT4_BLOCKS);
+        Bytes int4Huge(33, 0x11);
+        int4Huge[32] = uint8_t(kBlockMaxExponent + 1);
+        row("int4 block exponent past 120", frameOf(int4Blocks, {int4Huge}), WireError::BadTensor, "exponent");
+        auto unknownEncoding = activationsEnvelope({4}, 16);
+        unknownEncoding.mutable_activations()->mutable_activations()->set_encoding(wire::Encoding(5));
+        row("unknown encoding", frameOf(unknownEncoding, {Bytes(16, 0)}), WireError::BadTensor, "encoding");
         auto floatLabels = activationsEnvelope({4}, 16);
         *floatLabels.mutable_activations()->mutable_labels() = floatLabels.activations().activations();
         const Bytes sixteen(16, 0x5a);

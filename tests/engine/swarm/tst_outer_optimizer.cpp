@@ -91,6 +91,24 @@ private Q_SLOTS:
         QVERIFY(b.anchor().empty());
     }
 
+    // The carry (what rounding left out, RingEncoding::carry): none without an anchor,
+    // zeros the size of the anchor after the first round, kept as the ring wrote it
+    // across steps, and gone with a reset or a new shape.
+    void theCarryFollowsTheAnchor()
+    {
+        OuterOptimizer o({0.7, 0.9});
+        QVERIFY(o.carry().empty());
+        o.step(std::vector<float>{1.0f, 2.0f});
+        QCOMPARE(std::vector<float>(o.carry().begin(), o.carry().end()), (std::vector<float>{0.0f, 0.0f}));
+        o.carry()[1] = 0.25f; // as a ring's round leaves it
+        o.step(std::vector<float>{1.5f, 2.5f});
+        QCOMPARE(o.carry()[1], 0.25f);
+        o.step(std::vector<float>{1.0f, 2.0f, 3.0f});
+        QCOMPARE(std::vector<float>(o.carry().begin(), o.carry().end()), (std::vector<float>{0.0f, 0.0f, 0.0f}));
+        o.reset();
+        QVERIFY(o.carry().empty());
+    }
+
     void aNewShapeOrAResetStartsAgainFromTheAverage()
     {
         OuterOptimizer o({0.7, 0.9});

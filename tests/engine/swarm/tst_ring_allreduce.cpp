@@ -19,7 +19,10 @@
 using namespace rookery::swarm;
 using rookery::DType;
 using rookery::NamedTensor;
+using rookery::ValuePrecision;
 using namespace std::chrono_literals;
+
+Q_DECLARE_METATYPE(rookery::ValuePrecision)
 
 namespace {
 
@@ -258,27 +261,35 @@ private Q_SLOTS:
     }
 
     // Members that share the last round's weights sum their differences from them: the
-    // same average, and as bf16 half the bytes. Rounding the weights themselves to bf16
-    // would move values near 1.5 by up to 3e-3; the differences (at most 0.01) keep the
-    // error near 1e-4. The members end bit for bit equal either way.
+    // same average, and as bf16 half the bytes, as int8 blocks about a quarter, as int4
+    // an eighth. Rounding the weights themselves to bf16 would move values near 1.5 by
+    // up to 3e-3; the differences (at most 0.01) keep the error near 1e-4 as bf16, within
+    // a few 1e-4 as int8 (a block's step is at least its largest value over 127) and a
+    // few 1e-3 as int4 (over 7; the carry brings that back in later rounds). The members
+    // end bit for bit equal either way.
     void averagesDifferencesFromASharedBase_data()
     {
         QTest::addColumn<int>("members");
         QTest::addColumn<int>("count");
-        QTest::addColumn<bool>("bf16");
-        QTest::newRow("2 members, float32") << 2 << 1000 << false;
-        QTest::newRow("2 members, bf16") << 2 << 1000 << true;
-        QTest::newRow("3 members, uneven chunks, bf16") << 3 << 1001 << true;
-        QTest::newRow("5 members, bf16") << 5 << 4096 << true;
+        QTest::addColumn<ValuePrecision>("precision");
+        QTest::newRow("2 members, float32") << 2 << 1000 << ValuePrecision::Float32;
+        QTest::newRow("2 members, bf16") << 2 << 1000 << ValuePrecision::Bf16;
+        QTest::newRow("3 members, uneven chunks, bf16") << 3 << 1001 << ValuePrecision::Bf16;
+        QTest::newRow("5 members, bf16") << 5 << 4096 << ValuePrecision::Bf16;
+        QTest::newRow("2 members, int8") << 2 << 1000 << ValuePrecision::Int8;
+        QTest::newRow("3 members, uneven chunks, int8") << 3 << 1001 << ValuePrecision::Int8;
+        QTest::newRow("5 members, int8") << 5 << 4096 << ValuePrecision::Int8;
+        QTest::newRow("2 members, int4") << 2 << 1000 << ValuePrecision::Int4;
+        QTest::newRow("3 members, uneven chunks, int4") << 3 << 1001 << ValuePrecision::Int4;
     }
 
     void averagesDifferencesFromASharedBase()
     {
         QFETCH(int, members);
         QFETCH(int, count);
-        QFETCH(bool, bf16);
+        QFETCH(ValuePrecision, precision);
         const BasedRing ring =
-            runBasedRing(members, size_t(count), std::vector<RingEncoding>(size_t(members), {{}, 77, bf16}));
+            runBasedRing(members, size_t(count), std::vector<RingEncoding>(size_t(members), {{}, 77, precision}));
         double worst = 0;
         for (int r = 0; r < members; ++r) {
             QVERIFY2(ring.results[size_t(r)].complete, ring.results[size_t(r)].error.c_str());
@@ -291,12 +302,19 @@ private Q_SLOTS:
                 expected += ring.original[size_t(r)][size_t(i)] / double(members);
             worst = std::max(worst, std::abs(double(ring.values[0][size_t(i)]) - expected));
         }
-        QVERIFY2(worst < (bf16 ? 2e-4 : 1e-6), qPrintable(QString::number(worst)));
-        if (bf16)
-            QVERIFY2(worst > 0, "bf16 differences should round somewhere");
+        const double bound = precision == ValuePrecision::Int4   ? 5e-3
+                             : precision == ValuePrecision::Int8 ? 5e-4
+                             : precision == ValuePrecision::Bf16 ? 2e-4
+                                                                 : 1e-6;
+        QVERIFY2(worst < bound, qPrintable(QString::number(worst)));
+        if (precision != ValuePrecision::Float32)
+            QVERIFY2(worst > 0, "16- and 8-bit differences should round somewhere");
+        const double perValue = precision == ValuePrecision::Int4   ? (0.5 + 1.0 / 64) / 4
+                                : precision == ValuePrecision::Int8 ? (1 + 1.0 / 64) / 4
+                                : precision == ValuePrecision::Bf16 ? 0.5
+                                                                    : 1.0;
         const double sent = double(ring.results[0].bytesSent) / (double(count) * 4);
-        QVERIFY2(std::abs(sent - (bf16 ? 0.5 : 1.0) * 2.0 * (members - 1) / members) < 0.01,
-                 qPrintable(QString::number(sent)));
+        QVERIFY2(std::abs(sent - perValue * 2.0 * (members - 1) / members) < 0.01, qPrintable(QString::number(sent)));
     }
 
     // A member that missed the last round (or restarted) holds another base, or none:
@@ -312,7 +330,8 @@ private Q_SLOTS:
     void aMemberWithAnotherBaseEndsTheRoundAtOnce()
     {
         QFETCH(quint64, otherTag);
-        const BasedRing ring = runBasedRing(2, 100, {{{}, 77, true}, {{}, otherTag, true}}, 5s);
+        const BasedRing ring =
+            runBasedRing(2, 100, {{{}, 77, ValuePrecision::Bf16}, {{}, otherTag, ValuePrecision::Int8}}, 5s);
         QVERIFY2(ring.seconds < 2.5, qPrintable(QString::number(ring.seconds)));
         for (int r = 0; r < 2; ++r) {
             const RingResult &res = ring.results[size_t(r)];
@@ -323,12 +342,106 @@ private Q_SLOTS:
         }
     }
 
+    // Error feedback: a value whose difference is far below its int8 step (0.003 in a
+    // block whose largest is 1: a step of 2^-6) rounds to nothing every round, and
+    // without a carry it never moves. With one, what rounding left out comes back in
+    // the next rounds: over 6 rounds it moves by about 6 x 0.003, within a step. The
+    // members still end every round equal.
+    void aCarryBringsBackWhatRoundingLeftOut_data()
+    {
+        QTest::addColumn<bool>("withCarry");
+        QTest::newRow("without a carry") << false;
+        QTest::newRow("with a carry") << true;
+    }
+
+    void aCarryBringsBackWhatRoundingLeftOut()
+    {
+        QFETCH(bool, withCarry);
+        constexpr size_t count = 64;
+        constexpr int rounds = 6;
+        std::vector<float> anchor(count, 0.5f);
+        std::vector<std::vector<float>> carry(2, std::vector<float>(withCarry ? count : 0, 0.0f));
+        std::vector<Mailbox> boxes(2);
+        QueueLinks toB(boxes[1], boxes[0]), toA(boxes[0], boxes[1]);
+        for (int round = 1; round <= rounds; ++round) {
+            // Each member moved every value the same way since the last round.
+            std::vector<std::vector<float>> values(2, anchor);
+            for (auto &v : values) {
+                v[0] += 1.0f;
+                v[1] += 0.003f;
+            }
+            std::vector<RingResult> results(2);
+            const auto member = [&](int r) {
+                const RingEncoding e{anchor, 77, ValuePrecision::Int8, carry[size_t(r)]};
+                results[size_t(r)] =
+                    ringAllReduceAverage(values[size_t(r)], r, 2, uint64_t(round), r == 0 ? toB : toA, 1s, e);
+            };
+            std::thread t(member, 1);
+            member(0);
+            t.join();
+            for (const auto &res : results)
+                QVERIFY2(res.complete, res.error.c_str());
+            QVERIFY(values[0] == values[1]);
+            anchor = values[0];
+        }
+        const double moved = double(anchor[1]) - 0.5;
+        if (withCarry)
+            QVERIFY2(std::abs(moved - rounds * 0.003) <= 1.0 / 64, qPrintable(QString::number(moved)));
+        else
+            QCOMPARE(moved, 0.0);
+        QCOMPARE(double(anchor[0]), 0.5 + rounds * 1.0); // on the grid: exact either way
+    }
+
+    // A round that ends on a base mismatch ends on both members, and both start the
+    // next from their own values. An honest neighbour then completes it; one that names
+    // a base again (forging it, to end its neighbours' rounds) is blamed.
+    void aBaseNamedAgainAfterAMismatchIsBlamed_data()
+    {
+        QTest::addColumn<bool>("forged");
+        QTest::newRow("honest: it missed a round") << false;
+        QTest::newRow("forged") << true;
+    }
+
+    void aBaseNamedAgainAfterAMismatchIsBlamed()
+    {
+        QFETCH(bool, forged);
+        std::vector<Mailbox> boxes(2);
+        QueueLinks toB(boxes[1], boxes[0]), toA(boxes[0], boxes[1]);
+        if (forged)
+            toA.tamper = [](RingChunk &c) { c.base = 99; };
+        RingAveraging a(1s), b(1s);
+        const RingPlace placeA{0, 1, 0, 2}, placeB{0, 1, 1, 2};
+        const std::vector<float> anchorA{1, 2}, anchorB{1.5f, 2.5f};
+        for (int64_t round = 1; round <= 3; ++round) {
+            // After the first round neither has an anchor (the caller forgets it).
+            const RingEncoding encA = round == 1 ? RingEncoding{anchorA, 77} : RingEncoding{};
+            const RingEncoding encB = round == 1 ? RingEncoding{anchorB, 78} : RingEncoding{};
+            RingAveraging::Outcome x, y;
+            std::thread t([&] { y = b.average(parameter({3, 4}), placeB, round, toA, encB); });
+            x = a.average(parameter({1, 2}), placeA, round, toB, encA);
+            t.join();
+            if (round == 1 || forged) {
+                QVERIFY(!x.result.complete);
+                QVERIFY2(x.result.baseMismatch, x.result.error.c_str());
+                QCOMPARE(x.result.rejected, round > 1);
+                if (round > 1)
+                    QVERIFY2(x.result.rejection.find("named a base again") != std::string::npos,
+                             x.result.rejection.c_str());
+            } else {
+                QVERIFY2(x.result.complete, x.result.error.c_str());
+                QVERIFY(!x.result.rejected);
+                QCOMPARE(first(x.parameters), 2.0f);
+            }
+            QVERIFY(!y.result.rejected); // A itself sent what it held
+        }
+    }
+
     // Differences are checked as the values are: a member that scales its differences
     // by 1e6 is refused by the next one, and the round completes near the others' mean.
     void aPoisonedDifferenceIsRefused()
     {
         constexpr int n = 3, bad = 1;
-        std::vector<RingEncoding> encodings(size_t(n), {{}, 77, true});
+        std::vector<RingEncoding> encodings(size_t(n), {{}, 77, ValuePrecision::Bf16});
         std::vector<Mailbox> boxes(static_cast<size_t>(n));
         std::mt19937 rng(5);
         std::uniform_real_distribution<float> moved(-0.01f, 0.01f);
