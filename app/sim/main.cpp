@@ -104,6 +104,9 @@ int main(int argc, char **argv)
     cli::addWholeNumber(app, "--averaging-interval", config.averagingInterval, 1, 1'000'000, "STEPS",
                         "optimizer steps between ring averages");
     cli::addWholeNumber(app, "--microbatch", config.microbatch, 1, 65536, "N", "samples per microbatch");
+    std::string ringCompression = "bf16";
+    cli::addChoice(app, "--ring-compression", ringCompression, {"none", "bf16", "int8", "int4"},
+                   "how ring chunks travel (the nodes' --ring-compression; bf16 is their default)");
     cli::addWholeNumber(app, "--coordinators", config.coordinators, 1, 10'000, "N",
                         "split the volunteers into N independent swarms, one coordinator each");
     cli::addNumber(app, "--bucket-minutes", bucketMinutes, 0.01, 24 * 60, "MIN", "time-series resolution in minutes");
@@ -146,6 +149,7 @@ int main(int argc, char **argv)
         gen.downMedianBytesPerSecond = downMbit * 1e6 / 8;
         gen.rttSeconds = rttMs < 0 ? -1 : rttMs / 1000;
         config.bucketSeconds = bucketMinutes * 60;
+        config.ringPrecision = precisionFromName(ringCompression);
         gen.hours = config.hours;
         gen.seed = config.seed;
         sim::Population population =

@@ -46,7 +46,8 @@ void Simulator::Impl::timeRings(int s, const std::vector<int> &globalOf, const s
         double params = 0;
         for (size_t l = ring.firstLayer; l < ring.lastLayer; ++l)
             params += double(costs[l].parameters);
-        const double bytes = params * kFloatBytes;
+        const double bytes = params * kFloatBytes; // what a member flattens and checks
+        const double wire = double(precisionBytes(size_t(params), cfg.ringPrecision));
         double bandwidth = 1e300, rtt = 0;
         for (int k = 0; k < n; ++k) {
             const auto &a = pop.volunteers[size_t(globalOf[ring.members[size_t(k)]])];
@@ -54,12 +55,12 @@ void Simulator::Impl::timeRings(int s, const std::vector<int> &globalOf, const s
             bandwidth = std::min(bandwidth, linkBytesPerSecond(a, b, pop.network));
             rtt = std::max(rtt, linkRttSeconds(a, b, pop.network));
         }
-        const double seconds = ringAllReduceSeconds(n, bytes, bandwidth, rtt);
+        const double seconds = ringAllReduceSeconds(n, wire, bandwidth, rtt);
         for (size_t m : ring.members) {
             const double gflops = pop.volunteers[size_t(globalOf[m])].gflops;
-            perNode[globalOf[m]] += seconds + ringTransportSeconds(pop.network, n, bytes, gflops) +
+            perNode[globalOf[m]] += seconds + ringTransportSeconds(pop.network, n, wire, gflops) +
                                     cfg.ringFlopsPerByte * bytes / (gflops * 1e9);
-            bytesPerNode[globalOf[m]] += ringBytesPerMember(n, bytes);
+            bytesPerNode[globalOf[m]] += ringBytesPerMember(n, wire);
         }
     }
     for (const auto &[pc, index] : clusterOfPlan) {

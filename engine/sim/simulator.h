@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/value_precision.h"
 #include "engine/sim/population.h"
 
 namespace rookery::coord {
@@ -25,6 +26,9 @@ struct SimConfig
     int clusterSize = 0; ///< 0: the planner's search decides
     uint64_t seed = 1;
     int averagingInterval = 10; ///< optimizer steps (one microbatch each) between ring averages
+    /// How ring chunks travel: the nodes' --ring-compression, bf16 by default as theirs
+    /// (a ring's first round, in float32, is not modelled).
+    ValuePrecision ringPrecision = ValuePrecision::Bf16;
     /// A ring member's own work in a round per byte of the weights it averages (they
     /// are flattened, copied, checked for plausibility, summed and written back), in
     /// FLOP-equivalents like Network::transportFlopsPerByte. 0: not modelled.

@@ -22,7 +22,7 @@ namespace detail {
 
 enum Kind { kSessionStart, kSessionEnd, kPauseStart, kPauseEnd, kGraceExpiry, kRound, kRestartDone, kBucket };
 
-constexpr double kFloatBytes = 4; // ring chunks are fp32 (swarm::ringAllReduceAverage)
+constexpr double kFloatBytes = 4; // weights are float32 (what a node flattens, and what moves with layers)
 
 struct Node
 {

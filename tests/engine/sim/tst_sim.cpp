@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "engine/common/error.h"
 #include "engine/coord/plan_state.h"
@@ -286,6 +287,29 @@ private Q_SLOTS:
         }
         costly.ringFlopsPerByte = -1;
         QVERIFY_THROWS_EXCEPTION(Error, Simulator(p, costly).run());
+    }
+
+    // Ring chunks take the bytes of their precision, as the nodes send them: bf16 half of
+    // float32's, int4 a little over an eighth; and a round over a slow link is shorter
+    // by as much.
+    void ringChunksTakeTheBytesOfTheirPrecision()
+    {
+        Population p = steady(2);
+        p.volunteers[1] = p.volunteers[0];
+        SimConfig c = config(0.01, 1);
+        std::map<ValuePrecision, SimResult> r;
+        for (const auto precision : {ValuePrecision::Float32, ValuePrecision::Bf16, ValuePrecision::Int4}) {
+            c.ringPrecision = precision;
+            r[precision] = Simulator(p, c).run();
+            QVERIFY(r[precision].bytesAcrossClusters > 0);
+        }
+        const auto perSample = [&](ValuePrecision x) { return r[x].bytesAcrossClusters / r[x].samples; };
+        const auto rate = [&](ValuePrecision x) { return r[x].samples / r[x].simulatedSeconds; };
+        QVERIFY(std::abs(perSample(ValuePrecision::Bf16) / perSample(ValuePrecision::Float32) - 0.5) < 1e-6);
+        QVERIFY(std::abs(perSample(ValuePrecision::Int4) / perSample(ValuePrecision::Float32) - (0.5 + 1.0 / 64) / 4) <
+                1e-3);
+        QVERIFY(rate(ValuePrecision::Int4) > rate(ValuePrecision::Bf16));
+        QVERIFY(rate(ValuePrecision::Bf16) > rate(ValuePrecision::Float32));
     }
 
     void theWindowGrowsWithTheRoundTripAsTheRootsDoes()
