@@ -11,12 +11,15 @@
 // ring averaging every 10 steps on the stage thread with float32 ring chunks (what the
 // swarm did before ring chunks went as bf16), the same with bf16 chunks (the nodes'
 // default --ring-compression), with rounds beside training (--overlap-averaging; key
-// `overlap_speedup`), and averaging every 100 steps with DiLoCo's outer Nesterov step
-// (outer learning rate 0.7, momentum 0.9) with float32 and with bf16 chunks.
-// Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every ring joins
-// the two clusters) over the samples the swarm trained, for the outer step with bf16;
-// `cross_cluster_reduction`: the float32 plain run's over that. All with samples to 85%
-// and final accuracy.
+// `overlap_speedup`), with int8 and int4 chunks every 10 steps and int4 every 15
+// (each with error feedback), and every 100 steps
+// with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9) and bf16
+// chunks. Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every
+// ring joins the two clusters) over the samples the swarm trained, for the
+// configuration with the fewest that ended within kEqualAccuracyPoints of the float32
+// plain run's final accuracy; `cross_cluster_reduction`: the float32 plain run's over
+// that (and `cross_cluster_reduction_outer_every_100_bf16`, whatever its accuracy). All
+// with samples to 85% and final accuracy.
 //
 // The swarm's default averaging (plain every 10 with bf16 chunks; activations and
 // gradients as float32, as in every run here) also runs at 0, 20 and 100 ms: key `swarm2x2_ratio_50ms`, its samples/s at 50 ms over 0 ms. First,
@@ -45,6 +48,9 @@ namespace {
 
 constexpr int64_t kBatch = bench::kSwarmBenchBatch;
 constexpr double kRateMbit = 50;
+// Final accuracies within this many points count as equal (bytes_per_sample_cross_cluster):
+// plain_every_10 alone ended 87.12-87.61% over three seeds (2026-12-06).
+constexpr double kEqualAccuracyPoints = 0.5;
 
 using RunSpec = bench::SwarmBenchSpec;
 using Outcome = bench::SwarmBenchOutcome;
@@ -108,24 +114,30 @@ int main(int argc, char **argv)
         }
 
         // The 2x2 swarm at 50 ms: the cross-cluster bytes of plain averaging every 10
-        // steps against DiLoCo's outer step every 100.
+        // steps against ring chunks as int8 and int4, averaging every 15, and DiLoCo's outer step
+        // every 100.
         std::printf("2x2 swarm (two clusters of two stages), round trip 50 ms, %lld steps per cluster\n",
                     (long long)steps);
         const RunSpec plain{50, 4, 10, 1, 0}, overlapped{50, 4, 10, 1, 0, true}, outer{50, 4, 100, 0.7, 0.9};
-        RunSpec plainBf16 = plain, outerBf16 = outer;
+        RunSpec plainBf16 = plain, outerBf16 = outer, plainInt8 = plain, plainInt4 = plain, every15Int4 = plain;
         plainBf16.ringCompression = outerBf16.ringCompression = "bf16";
+        plainInt8.ringCompression = "int8";
+        plainInt4.ringCompression = every15Int4.ringCompression = "int4";
+        every15Int4.averagingInterval = 15;
         std::vector<std::pair<std::string, Outcome>> averaging;
         for (const auto &[name, spec] :
              {std::pair{std::string("plain_every_10"), plain}, std::pair{std::string("plain_every_10_bf16"), plainBf16},
               std::pair{std::string("overlapped_every_10"), overlapped},
-              std::pair{std::string("outer_every_100"), outer},
-              std::pair{std::string("outer_every_100_bf16"), outerBf16}}) {
+              std::pair{std::string("plain_every_10_int8"), plainInt8},
+              std::pair{std::string("outer_every_100_bf16"), outerBf16},
+              std::pair{std::string("plain_every_10_int4"), plainInt4},
+              std::pair{std::string("plain_every_15_int4"), every15Int4}}) {
             const auto o = bench::runSwarmBench(spec, steps, evalEvery, work / name);
             std::printf("  %-20s (interval %lld, outer lr %.1f, momentum %.1f, ring %s): %8s samples/s, ring %s "
                         "sent, %.0f bytes/sample across clusters, to 85%%: %s samples, final accuracy %.2f%% (worst "
                         "cluster)\n",
                         name.c_str(), (long long)spec.averagingInterval, spec.outerLearningRate, spec.outerMomentum,
-                        spec.ringCompression == "bf16" ? "bf16" : "float32",
+                        spec.ringCompression == "none" ? "float32" : spec.ringCompression.c_str(),
                         format::count(int64_t(o.samplesPerSecond)).c_str(), format::bytes(o.ringBytes).c_str(),
                         o.bytesPerSample, o.samplesToTarget < 0 ? "not" : format::count(o.samplesToTarget).c_str(),
                         o.finalAccuracy * 100);
@@ -164,9 +176,26 @@ int main(int argc, char **argv)
         report.add("one_process_samples_to_85", double(single.samplesToTarget));
         report.add("one_process_final_accuracy", single.finalAccuracy);
         const Outcome &base = averaging[0].second, &overlap = averaging[2].second, &diloco = averaging[4].second;
-        report.add("bytes_per_sample_cross_cluster", diloco.bytesPerSample);
+        // Issue 16 asks for 10x fewer cross-cluster bytes than plain_every_10 at equal
+        // accuracy: the fewest bytes of a configuration that ended no more than
+        // kEqualAccuracyPoints below it (the spread of one configuration over seeds).
+        const Outcome *fewest = &base;
+        std::string fewestName = averaging[0].first;
+        for (const auto &[name, o] : averaging)
+            if (o.bytesPerSample > 0 && o.bytesPerSample < fewest->bytesPerSample &&
+                o.finalAccuracy * 100 >= base.finalAccuracy * 100 - kEqualAccuracyPoints) {
+                fewest = &o;
+                fewestName = name;
+            }
+        std::printf("  at equal accuracy (at most %.1f points below plain_every_10): fewest bytes %s, %.0f "
+                    "bytes/sample, %.1fx fewer\n",
+                    kEqualAccuracyPoints, fewestName.c_str(), fewest->bytesPerSample,
+                    fewest->bytesPerSample > 0 ? base.bytesPerSample / fewest->bytesPerSample : 0.0);
+        report.add("bytes_per_sample_cross_cluster", fewest->bytesPerSample);
+        if (fewest->bytesPerSample > 0)
+            report.add("cross_cluster_reduction", base.bytesPerSample / fewest->bytesPerSample);
         if (diloco.bytesPerSample > 0)
-            report.add("cross_cluster_reduction", base.bytesPerSample / diloco.bytesPerSample);
+            report.add("cross_cluster_reduction_outer_every_100_bf16", base.bytesPerSample / diloco.bytesPerSample);
         if (base.samplesPerSecond > 0)
             report.add("overlap_speedup", overlap.samplesPerSecond / base.samplesPerSecond);
         for (const auto &[rtt, o] : runs) {
