@@ -35,7 +35,7 @@ constexpr size_t intBlocksBytes(size_t count, CodeBits bits)
 
 /// Encodes `in` into `out` (intBlocksBytes(in.size(), bits) bytes). Returns false,
 /// leaving `out` unspecified, when a value is not finite or above M * 2^kBlockMaxExponent
-/// (about 1e38): such values have no code.
+/// (about 1.7e38 for 8-bit codes, 9.3e36 for 4-bit ones): such values have no code.
 bool floatToIntBlocks(std::span<const float> in, CodeBits bits, uint8_t *out);
 
 /// Decodes `count` values from `in` (intBlocksBytes(count, bits) bytes) into `out`.
