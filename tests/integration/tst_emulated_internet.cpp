@@ -440,9 +440,11 @@ private Q_SLOTS:
         }
         qInfo().noquote() << "the plan:\n  " + lines.join("\n  ");
         // Two pipelines, and rings between the clusters: two of two when both are cut alike,
-        // more when they are cut apart (a layer of one's first stage in the other's second).
+        // more when they are cut apart (a layer of one's first stage in the other's second),
+        // one when the first stages hold only the Flatten, which has nothing to average (the
+        // planner gives a node measured slow, under a loaded machine, no more: CI, 2026-12-06).
         QCOMPARE(m_pipelines.size(), size_t(2));
-        QVERIFY(m_neighbours.size() >= 4);
+        QVERIFY2(m_neighbours.size() >= 3, qPrintable(lines.join("\n")));
     }
 
     // B1 and B2, both unreachable, link through the coordinator's relay when neighbours;
