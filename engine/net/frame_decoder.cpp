@@ -211,30 +211,27 @@ DecodeResult FrameDecoder::finish(std::shared_ptr<const void> owner, std::span<c
             t.owner = owner;
             t.data = data;
             t.bytes = d.byte_length();
-        } else if (d.encoding() == wire::ENCODING_INT8_BLOCKS ||
-                   d.encoding() == wire::ENCODING_INT4_BLOCKS) { // sizes checked as below
+        } else { // widen back to float32; the size was checked against the limits
             auto wide = std::make_shared<std::vector<float>>(slot.elements);
-            const CodeBits bits = d.encoding() == wire::ENCODING_INT4_BLOCKS ? CodeBits::Four : CodeBits::Eight;
-            if (!intBlocksToFloat({data, size_t(d.byte_length())}, slot.elements, bits, wide->data()))
-                return failed(WireError::BadTensor, std::string(m->name) + ": tensor " + std::to_string(i) + " (" +
-                                                        slot.role + ") has a block exponent over " +
-                                                        std::to_string(kBlockMaxExponent));
-            t.data = reinterpret_cast<const uint8_t *>(wide->data());
-            t.bytes = wide->size() * 4;
-            t.owner = std::move(wide);
-        } else { // widen fp16/bf16 back to float32; the size was checked against the limits
-            auto wide = std::make_shared<std::vector<float>>(slot.elements);
-            std::vector<uint16_t> copy; // only when the frame's bytes are not 2-byte aligned
-            std::span<const uint16_t> narrow(reinterpret_cast<const uint16_t *>(data), slot.elements);
-            if (reinterpret_cast<uintptr_t>(data) % alignof(uint16_t) != 0) {
-                copy.resize(slot.elements);
-                std::memcpy(copy.data(), data, d.byte_length());
-                narrow = copy;
+            if (d.encoding() == wire::ENCODING_INT8_BLOCKS || d.encoding() == wire::ENCODING_INT4_BLOCKS) {
+                const CodeBits bits = d.encoding() == wire::ENCODING_INT4_BLOCKS ? CodeBits::Four : CodeBits::Eight;
+                if (!intBlocksToFloat({data, size_t(d.byte_length())}, slot.elements, bits, wide->data()))
+                    return failed(WireError::BadTensor, std::string(m->name) + ": tensor " + std::to_string(i) + " (" +
+                                                            slot.role + ") has a block exponent over " +
+                                                            std::to_string(kBlockMaxExponent));
+            } else {
+                std::vector<uint16_t> copy; // only when the frame's bytes are not 2-byte aligned
+                std::span<const uint16_t> narrow(reinterpret_cast<const uint16_t *>(data), slot.elements);
+                if (reinterpret_cast<uintptr_t>(data) % alignof(uint16_t) != 0) {
+                    copy.resize(slot.elements);
+                    std::memcpy(copy.data(), data, d.byte_length());
+                    narrow = copy;
+                }
+                if (d.encoding() == wire::ENCODING_FP16)
+                    halfToFloat(narrow, wide->data());
+                else
+                    bfloat16ToFloat(narrow, wide->data());
             }
-            if (d.encoding() == wire::ENCODING_FP16)
-                halfToFloat(narrow, wide->data());
-            else
-                bfloat16ToFloat(narrow, wide->data());
             t.data = reinterpret_cast<const uint8_t *>(wide->data());
             t.bytes = wide->size() * 4;
             t.owner = std::move(wide);

@@ -44,21 +44,26 @@ wire::Encoding encodingFor(Compression c)
                                     : wire::ENCODING_RAW;
 }
 
+// The float32 tensor's values: its own bytes, or a copy in `aligned` when they are not
+// 4-byte aligned.
+std::span<const float> floatsOf(const TensorBuffer &t, std::vector<float> &aligned)
+{
+    const size_t n = t.bytes / 4;
+    if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0)
+        return {reinterpret_cast<const float *>(t.data), n};
+    aligned.resize(n);
+    std::memcpy(aligned.data(), t.data, t.bytes);
+    return aligned;
+}
+
 // The float32 tensor narrowed to 16 bits: the one copy on the send path, and only on
 // links that agreed on compression.
 TensorBuffer narrow(const TensorBuffer &t, Compression c)
 {
     const size_t n = t.bytes / 4;
     auto storage = std::make_shared<std::vector<uint16_t>>(n);
-    std::vector<float> aligned; // the source may not be 4-byte aligned
-    std::span<const float> in;
-    if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
-        in = {reinterpret_cast<const float *>(t.data), n};
-    } else {
-        aligned.resize(n);
-        std::memcpy(aligned.data(), t.data, t.bytes);
-        in = aligned;
-    }
+    std::vector<float> aligned;
+    const std::span<const float> in = floatsOf(t, aligned);
     if (c == Compression::Fp16)
         floatToHalf(in, storage->data());
     else
@@ -74,12 +79,10 @@ TensorBuffer narrow(const TensorBuffer &t, Compression c)
 // (then it goes as float32, and the receiver judges it).
 std::optional<TensorBuffer> packBlocks(const TensorBuffer &t, CodeBits bits)
 {
-    const size_t n = t.bytes / 4;
-    std::vector<float> aligned(n); // a copy: the source may not be 4-byte aligned
-    if (n)
-        std::memcpy(aligned.data(), t.data, t.bytes);
-    auto storage = std::make_shared<std::vector<uint8_t>>(intBlocksBytes(n, bits));
-    if (!floatToIntBlocks(aligned, bits, storage->data()))
+    std::vector<float> aligned;
+    const std::span<const float> in = floatsOf(t, aligned);
+    auto storage = std::make_shared<std::vector<uint8_t>>(intBlocksBytes(in.size(), bits));
+    if (!floatToIntBlocks(in, bits, storage->data()))
         return std::nullopt;
     TensorBuffer out = t;
     out.data = storage->data();
