@@ -127,6 +127,8 @@ int64_t Trainer::stepCount() const { return d->optimizer.stepCount(); }
 
 const TrainerConfig &Trainer::config() const { return d->config; }
 
+void Trainer::setLearningRate(double lr) { d->optimizer.setLearningRate(lr); }
+
 TrainingState Trainer::state() const
 {
     TrainingState s;

@@ -58,6 +58,9 @@ public:
 
     int64_t stepCount() const;
     const TrainerConfig &config() const;
+    /// The rate of the optimizer steps from now on (a schedule's, as a swarm stage
+    /// follows it).
+    void setLearningRate(double lr);
 
     TrainingState state() const;
     /// Restores a state saved by state(); the model and optimizer must match this

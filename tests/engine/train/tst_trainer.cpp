@@ -111,6 +111,28 @@ private Q_SLOTS:
         QCOMPARE(a.state().parameters, b.state().parameters);
     }
 
+    // A schedule sets the rate step by step (bench baselines follow the swarm's): at 0
+    // the weights stay where they are although the momentum is not 0; the other trainer
+    // of the same seed, at the job's rate, moves.
+    void theRateCanChangeBetweenSteps()
+    {
+        train::Trainer held(mlpConfig(), m_train), moving(mlpConfig(), m_train);
+        for (int i = 0; i < 5; ++i) {
+            held.step();
+            moving.step();
+        }
+        const auto before = held.state().parameters;
+        QCOMPARE(moving.state().parameters, before);
+        held.setLearningRate(0);
+        for (int i = 0; i < 5; ++i) {
+            held.step();
+            moving.step();
+        }
+        QCOMPARE(held.state().parameters, before);
+        QVERIFY(moving.state().parameters != before);
+        QCOMPARE(held.state().optimizer.learningRate, 0.0);
+    }
+
     // Acceptance: save then load is bit-exact for parameters and optimizer state, and
     // training continues identically.
     void stateRestoresBitExact_data()
