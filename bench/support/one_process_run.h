@@ -8,8 +8,9 @@
 
 namespace rookery::bench {
 
-/// The MLP trained by one process with the swarm benchmarks' settings (batch 64, SGD lr
-/// 0.05, momentum 0.9): the baseline the swarms' samples to 85% are held against.
+/// The MLP trained by one process with the swarm benchmarks' settings (batch, optimizer
+/// and learning-rate schedule: swarm_bench_run.h): the baseline the swarms' samples to
+/// 85% are held against.
 struct OneProcessOutcome
 {
     double samplesPerSecond = 0;  ///< training only: the clock stops while it tests

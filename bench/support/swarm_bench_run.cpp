@@ -43,7 +43,9 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     s.workDir = work;
     s.datasetDir = defaultFashionMnistDir();
     if (spec.jobFile.empty())
-        s.coordinatorArgs = {"--microbatch", std::to_string(kSwarmBenchBatch), "--lr", "0.05", "--momentum", "0.9"};
+        s.coordinatorArgs = {"--microbatch", std::to_string(kSwarmBenchBatch),
+                             "--lr",         std::to_string(kSwarmBenchLearningRate),
+                             "--momentum",   std::to_string(kSwarmBenchMomentum)};
     else
         s.coordinatorArgs = {"--job", spec.jobFile.string()};
     for (const std::string &arg :

@@ -51,6 +51,11 @@ struct SwarmBenchOutcome
 };
 
 constexpr int64_t kSwarmBenchBatch = 64;
+/// The MLP's optimizer in every swarm benchmark and in its one-process baseline: SGD,
+/// learning rate 0.05, momentum 0.8 (as resources/jobs/mlp.json). Momentum 0.9 had been
+/// the setting until 2026-12-07; bench_staleness says why 0.8 (docs/benchmarks.md).
+constexpr double kSwarmBenchLearningRate = 0.05;
+constexpr double kSwarmBenchMomentum = 0.8;
 constexpr double kSwarmBenchTarget = 0.85;
 
 /// Where rookery-coordinator and rookery-node are: $ROOKERY_BIN_DIR, else the build
