@@ -196,6 +196,8 @@ int main(int argc, char **argv)
             double first = 0, reached = 0, accuracy = 0, staleness = 0;
             int firstCount = 0, reachedCount = 0;
             std::string perSeed;
+            std::printf("  %s: seeds ", config.key.c_str()); // progress: a dot per seed
+            std::fflush(stdout);
             for (int seed = 1; seed <= seeds; ++seed) {
                 const Outcome o = runOne(config, seed, steps, cuts, train, test);
                 // A run that never got there counts as the run's length.
@@ -206,8 +208,10 @@ int main(int argc, char **argv)
                 accuracy += o.finalAccuracy;
                 staleness += o.staleness;
                 perSeed += (perSeed.empty() ? "" : " ") + std::to_string(o.first) + "/" + std::to_string(o.reached);
+                std::printf(".");
                 std::fflush(stdout);
             }
+            std::printf("\n");
             first /= seeds;
             reached /= seeds;
             accuracy /= seeds;
