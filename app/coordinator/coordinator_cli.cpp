@@ -84,6 +84,9 @@ CLI::Option *declareRunOptions(CLI::App &p, coord::RunConfig &run, RunChoices &c
     cli::addNumber(p, "--weight-decay", c.weightDecay, 0, 0.5, "W", "weight decay");
     cli::addWholeNumber(p, "--microbatch", run.microbatch, 1, 60000, "N", "samples per microbatch");
     cli::addWholeNumber(p, "--accumulation", run.accumulation, 1, 4096, "N", "microbatches per optimizer step");
+    cli::addWholeNumber(p, "--max-window", run.maxWindow, 0, coord::kMaxWindowLimit, "N",
+                        "the most microbatches a pipeline's first stage keeps in flight to hide the network's round "
+                        "trip, which is also the staleness cap (0: the nodes' default, 5)");
     cli::addWholeNumber(p, "--averaging-interval", run.averagingInterval, 1, 1000000, "N",
                         "optimizer steps between ring averagings");
     cli::addNumber(p, "--outer-lr", run.outerLearningRate, 1e-3, 2, "RATE",

@@ -140,6 +140,9 @@ void validate(const RunConfig &run)
                     std::to_string(run.averagingInterval));
     if (const std::string why = swarm::OuterSettings{run.outerLearningRate, run.outerMomentum}.problem(); !why.empty())
         throw Error("run: " + why);
+    if (run.maxWindow < 0 || run.maxWindow > kMaxWindowLimit)
+        throw Error("run: the window cap must be 0 (the nodes' default) to " + std::to_string(kMaxWindowLimit) +
+                    " microbatches, not " + std::to_string(run.maxWindow));
     if (run.totalSteps < 0)
         throw Error("run: total steps cannot be negative");
     if (run.dataset.empty() || run.dataset.size() > 64 ||

@@ -145,6 +145,10 @@ struct RunConfig
     /// Rounds run on a thread of their own against a snapshot while training goes on,
     /// their change added when done; else on the stage thread, training paused.
     bool overlapAveraging = false;
+    /// The most microbatches a root keeps in flight (its pipeline window's cap, so the
+    /// staleness cap: about window - 1 optimizer steps); 0: the nodes' default
+    /// (train::kDefaultMaxWindow). Below stages + 1 the window is stages + 1.
+    int64_t maxWindow = 0;
     uint64_t seed = 1;
     int64_t totalSteps = 10000;
     std::string dataset = "fashion-mnist";
@@ -153,6 +157,9 @@ struct RunConfig
     std::string datasetSha256;
     bool operator==(const RunConfig &) const = default;
 };
+
+/// The largest RunConfig::maxWindow: past it staleness ruins any run.
+constexpr int64_t kMaxWindowLimit = 64;
 
 /// Throws rookery::Error naming the first bad field.
 void validate(const RunConfig &run);

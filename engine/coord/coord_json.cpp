@@ -130,6 +130,7 @@ std::string toJson(const RunConfig &r)
                 {"outer_learning_rate", r.outerLearningRate},
                 {"outer_momentum", r.outerMomentum},
                 {"overlap_averaging", r.overlapAveraging},
+                {"max_window", r.maxWindow},
                 {"seed", r.seed},
                 {"total_steps", r.totalSteps},
                 {"dataset", r.dataset},
@@ -152,6 +153,7 @@ RunConfig runConfigFromJson(std::string_view text)
         r.outerLearningRate = j.value("outer_learning_rate", 1.0);
         r.outerMomentum = j.value("outer_momentum", 0.0);
         r.overlapAveraging = j.value("overlap_averaging", false);
+        r.maxWindow = j.value("max_window", int64_t(0)); // runs stored before the cap was a setting
         r.seed = j.at("seed").get<uint64_t>();
         r.totalSteps = j.at("total_steps").get<int64_t>();
         r.dataset = j.at("dataset").get<std::string>();

@@ -412,8 +412,8 @@ Job parseJob(std::string_view text, const std::string &source)
     Reader r(source);
     Job job;
     if (!r.object(j, "",
-                  {"rookery_job", "name", "model", "optimizer", "microbatch", "accumulation", "steps", "seed",
-                   "averaging", "dataset"}))
+                  {"rookery_job", "name", "model", "optimizer", "microbatch", "accumulation", "max_window", "steps",
+                   "seed", "averaging", "dataset"}))
         throw Error(r.problems().front());
     int format = 0;
     r.integer(j, "", "rookery_job", format, 1, 1000, true);
@@ -427,6 +427,7 @@ Job parseJob(std::string_view text, const std::string &source)
         readOptimizer(r, *o, job.run.optimizer);
     r.integer(j, "", "microbatch", job.run.microbatch, 1, 60000);
     r.integer(j, "", "accumulation", job.run.accumulation, 1, 4096);
+    r.integer(j, "", "max_window", job.run.maxWindow, 0, kMaxWindowLimit);
     r.integer(j, "", "steps", job.run.totalSteps, 1, int64_t(1) << 40, true);
     r.integer(j, "", "seed", job.run.seed, 0, INT64_MAX);
     if (const auto *a = r.find(j, "", "averaging", false))

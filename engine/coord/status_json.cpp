@@ -33,6 +33,7 @@ json runJson(const RunConfig &r, const std::string &job)
             {"outer_learning_rate", r.outerLearningRate},
             {"outer_momentum", r.outerMomentum},
             {"overlap_averaging", r.overlapAveraging},
+            {"max_window", r.maxWindow},
             {"seed", r.seed},
             {"total_steps", r.totalSteps},
             {"dataset", r.dataset},

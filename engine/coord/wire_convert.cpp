@@ -97,7 +97,8 @@ net::RunInfo toWire(const RunConfig &r)
             r.outerLearningRate,
             r.outerMomentum,
             r.overlapAveraging,
-            r.datasetSha256};
+            r.datasetSha256,
+            narrow(r.maxWindow)};
 }
 
 RunConfig fromWire(const net::RunInfo &w)
@@ -125,6 +126,7 @@ RunConfig fromWire(const net::RunInfo &w)
     r.totalSteps = int64_t(std::min<uint64_t>(w.totalSteps, uint64_t(std::numeric_limits<int64_t>::max())));
     r.dataset = w.dataset;
     r.datasetSha256 = w.datasetSha256;
+    r.maxWindow = w.maxWindow;
     validate(r);
     return r;
 }

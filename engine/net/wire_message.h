@@ -227,6 +227,7 @@ struct RunInfo
     double outerMomentum = 0;
     bool overlapAveraging = false;
     std::string datasetSha256; ///< the manifest hash of the dataset the coordinator serves; empty: none
+    uint32_t maxWindow = 0;    ///< a root's cap on microbatches in flight; 0: the node's default
     bool operator==(const RunInfo &) const = default;
 };
 

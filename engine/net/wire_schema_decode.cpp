@@ -52,9 +52,9 @@ AssignmentInfo fromWire(const wire::Assignment &w)
 
 RunInfo fromWire(const wire::RunConfig &w)
 {
-    return {w.model_json(),     w.optimizer_json(),    w.microbatch(),    w.accumulation(), w.averaging_interval(),
-            w.seed(),           w.total_steps(),       w.dataset(),       w.run_id(),       w.outer_learning_rate(),
-            w.outer_momentum(), w.overlap_averaging(), w.dataset_sha256()};
+    return {w.model_json(),     w.optimizer_json(),    w.microbatch(),     w.accumulation(), w.averaging_interval(),
+            w.seed(),           w.total_steps(),       w.dataset(),        w.run_id(),       w.outer_learning_rate(),
+            w.outer_momentum(), w.overlap_averaging(), w.dataset_sha256(), w.max_window()};
 }
 
 NodeMetrics fromWire(const wire::NodeMetrics &w)

@@ -74,6 +74,7 @@ void toWire(const RunInfo &r, wire::RunConfig *w)
     w->set_outer_momentum(r.outerMomentum);
     w->set_overlap_averaging(r.overlapAveraging);
     w->set_dataset_sha256(r.datasetSha256);
+    w->set_max_window(r.maxWindow);
 }
 
 struct ToEnvelope

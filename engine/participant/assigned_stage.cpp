@@ -192,7 +192,7 @@ void AssignedStage::Impl::buildRuntime()
     sc.microbatchSize = config.run.microbatch;
     sc.accumulation = int(config.run.accumulation);
     sc.mode = train::PipelineMode::Asynchronous;
-    sc.maxWindow = config.maxWindow;
+    sc.maxWindow = config.run.maxWindow > 0 ? int(config.run.maxWindow) : config.maxWindow;
     sc.seed = config.run.seed;
     sc.threads = config.threads;
     sc.shard = config.dataShard.value_or(as.shard);

@@ -54,7 +54,8 @@ struct AssignedStageConfig
     /// The root's cap on microbatches in flight: its window grows to cover the measured
     /// round trip up to this; at least stages + 1. Staleness grows with it, and accuracy
     /// suffers beyond about 5 (bench_wan: the MLP at 81-83% after 1,500 steps with 4-5 in
-    /// flight, 70% with 8).
+    /// flight, 70% with 8). The run's own cap (coord::RunConfig::maxWindow, a job
+    /// setting), when it sets one, takes its place.
     int maxWindow = train::kDefaultMaxWindow;
     /// Where refusals of a peer's values are counted for the coordinator (null: nowhere).
     std::shared_ptr<PeerComplaints> complaints;

@@ -87,6 +87,7 @@ private Q_SLOTS:
         QCOMPARE(mlp.run.optimizer.kind, train::OptimizerKind::Sgd);
         QCOMPARE(mlp.run.optimizer.learningRate, 0.05);
         QCOMPARE(mlp.run.totalSteps, int64_t(10000));
+        QCOMPARE(mlp.run.maxWindow, int64_t(3)); // benchmarks.md, "The window cap"
         QCOMPARE(mlp.datasetSha256.size(), size_t(64));
         const auto cnn = coord::readJobFile(kJobs / "cnn.json");
         QVERIFY(cnn.run.model == model::cnnSpec()); // maxpool's stride defaults to its kernel
@@ -140,6 +141,7 @@ private Q_SLOTS:
         row("optimizer field unknown", "/optimizer/betas", "[0.9, 0.99]", "optimizer.betas: unknown field");
         row("microbatch zero", "/microbatch", "0", "microbatch: must be from 1 to 60000, not 0");
         row("accumulation", "/accumulation", "5000", "accumulation: must be from 1 to 4096, not 5000");
+        row("window cap", "/max_window", "65", "max_window: must be from 0 to 64, not 65");
         row("steps missing", "/steps", "", "steps: is missing");
         row("steps zero", "/steps", "0", "steps: must be from 1 to");
         row("seed negative", "/seed", "-1", "seed: must be from 0 to");

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The run's settings as the coordinator keeps and sends them: the outer step's settings
-// survive the wire and the database, older coordinators and databases (which had none)
-// mean plain averaging, and bad values are refused with the field named.
+// and the window cap survive the wire and the database, older coordinators and databases
+// (which had neither) mean plain averaging and the nodes' own cap, and bad values are
+// refused with the field named.
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@ RunConfig diLoCoRun()
     r.outerLearningRate = 0.7;
     r.outerMomentum = 0.9;
     r.overlapAveraging = true;
+    r.maxWindow = 3;
     return r;
 }
 
@@ -42,6 +44,7 @@ private Q_SLOTS:
         QCOMPARE(w.outerLearningRate, 0.7);
         QCOMPARE(w.outerMomentum, 0.9);
         QVERIFY(w.overlapAveraging);
+        QCOMPARE(w.maxWindow, 3u);
         QCOMPARE(fromWire(w), r);
     }
 
@@ -68,7 +71,9 @@ private Q_SLOTS:
         j.erase("outer_learning_rate");
         j.erase("outer_momentum");
         j.erase("overlap_averaging");
+        j.erase("max_window");
         const RunConfig old = runConfigFromJson(j.dump());
+        QCOMPARE(old.maxWindow, int64_t(0)); // the nodes' default
         QCOMPARE(old.outerLearningRate, 1.0);
         QCOMPARE(old.outerMomentum, 0.0);
         QVERIFY(!old.overlapAveraging);
@@ -88,6 +93,22 @@ private Q_SLOTS:
         r.outerMomentum = 0.9;
         r.outerLearningRate = -1;
         QVERIFY_THROWS_EXCEPTION(Error, validate(r));
+    }
+
+    void aWindowCapOutOfRangeIsRefused()
+    {
+        RunConfig r = diLoCoRun();
+        r.maxWindow = kMaxWindowLimit + 1;
+        try {
+            validate(r);
+            QFAIL("a window cap of 65 passed");
+        } catch (const Error &e) {
+            QVERIFY2(std::string(e.what()).find("window cap") != std::string::npos, e.what());
+        }
+        // From the wire too: a coordinator cannot make a node keep 1,000 microbatches in flight.
+        net::RunInfo w = toWire(diLoCoRun());
+        w.maxWindow = 1000;
+        QVERIFY_THROWS_EXCEPTION(Error, fromWire(w));
     }
 };
 
