@@ -5,7 +5,9 @@
 // Reports samples/s for each, `ratio_50ms` (50 ms over 0 ms), the root's window
 // (microbatches in flight) and mean staleness as it printed them, and (full runs, every
 // 100 steps) the samples each needed to reach 85% test accuracy. At 50 ms also with the
-// tensors as bf16 and fp16 (--peer-compression; key `bf16_speedup_50ms`).
+// tensors as bf16 and fp16 (--peer-compression; key `bf16_speedup_50ms`), and at 50 and
+// 100 ms with the window capped at 3 (--max-window, as resources/jobs/mlp.json; keys
+// `rtt_50ms_window_3_...`, `ratio_50ms_window_3`).
 //
 // Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms: plain
 // ring averaging every 10 steps on the stage thread with float32 ring chunks (what the
@@ -14,7 +16,8 @@
 // `overlap_speedup`), with int8 and int4 chunks every 10 steps and int4 every 15
 // (each with error feedback), and every 100 steps
 // with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9) and bf16
-// chunks. Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every
+// chunks, also with the window capped at 3 (`outer_every_100_bf16_window_3`: the
+// reference job's settings). Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every
 // ring joins the two clusters) over the samples the swarm trained, for the
 // configuration with the fewest that ended within kEqualAccuracyPoints of the float32
 // plain run's final accuracy; `cross_cluster_reduction`: the float32 plain run's over
@@ -112,6 +115,17 @@ int main(int argc, char **argv)
             printPipelineRun(std::string("round trip 50 ms, ") + c, o);
             compressed.emplace_back(c, o);
         }
+        // The window capped at 3 (stages + 1: no microbatch beyond the loopback window),
+        // as resources/jobs/mlp.json sets it: staleness 2 instead of 4, against the
+        // speed the larger window buys. Keys rtt_50ms_window_3_..., rtt_100ms_window_3_....
+        std::vector<std::pair<int, Outcome>> capped;
+        for (const int rtt : {50, 100}) {
+            RunSpec spec{rtt};
+            spec.maxWindow = 3;
+            const auto o = bench::runSwarmBench(spec, steps, evalEvery, work / ("window3-rtt" + std::to_string(rtt)));
+            printPipelineRun("round trip " + std::to_string(rtt) + " ms, window cap 3", o);
+            capped.emplace_back(rtt, o);
+        }
 
         // The 2x2 swarm at 50 ms: the cross-cluster bytes of plain averaging every 10
         // steps against ring chunks as int8 and int4, averaging every 15, and DiLoCo's outer step
@@ -119,8 +133,10 @@ int main(int argc, char **argv)
         std::printf("2x2 swarm (two clusters of two stages), round trip 50 ms, %lld steps per cluster\n",
                     (long long)steps);
         const RunSpec plain{50, 4, 10, 1, 0}, overlapped{50, 4, 10, 1, 0, true}, outer{50, 4, 100, 0.7, 0.9};
-        RunSpec plainBf16 = plain, outerBf16 = outer, plainInt8 = plain, plainInt4 = plain, every15Int4 = plain;
-        plainBf16.ringCompression = outerBf16.ringCompression = "bf16";
+        RunSpec plainBf16 = plain, outerBf16 = outer, plainInt8 = plain, plainInt4 = plain, every15Int4 = plain,
+                outerWindow3 = outer;
+        plainBf16.ringCompression = outerBf16.ringCompression = outerWindow3.ringCompression = "bf16";
+        outerWindow3.maxWindow = 3; // resources/jobs/mlp.json's averaging and window cap
         plainInt8.ringCompression = "int8";
         plainInt4.ringCompression = every15Int4.ringCompression = "int4";
         every15Int4.averagingInterval = 15;
@@ -131,7 +147,8 @@ int main(int argc, char **argv)
               std::pair{std::string("plain_every_10_int8"), plainInt8},
               std::pair{std::string("outer_every_100_bf16"), outerBf16},
               std::pair{std::string("plain_every_10_int4"), plainInt4},
-              std::pair{std::string("plain_every_15_int4"), every15Int4}}) {
+              std::pair{std::string("plain_every_15_int4"), every15Int4},
+              std::pair{std::string("outer_every_100_bf16_window_3"), outerWindow3}}) {
             const auto o = bench::runSwarmBench(spec, steps, evalEvery, work / name);
             std::printf("  %-20s (interval %lld, outer lr %.1f, momentum %.1f, ring %s): %8s samples/s, ring %s "
                         "sent, %.0f bytes/sample across clusters, to 85%%: %s samples, final accuracy %.2f%% (worst "
@@ -207,6 +224,16 @@ int main(int argc, char **argv)
             report.add(key + "_samples_to_85", double(o.samplesToTarget));
             report.add(key + "_to_85_over_one_process", overOne(o));
         }
+        for (const auto &[rtt, o] : capped) {
+            const std::string key = "rtt_" + std::to_string(rtt) + "ms_window_3";
+            report.add(key + "_samples_per_s", o.samplesPerSecond);
+            report.add(key + "_staleness", o.staleness);
+            report.add(key + "_final_accuracy", o.finalAccuracy);
+            report.add(key + "_samples_to_85", double(o.samplesToTarget));
+            report.add(key + "_to_85_over_one_process", overOne(o));
+        }
+        if (runs[0].second.samplesPerSecond > 0)
+            report.add("ratio_50ms_window_3", capped[0].second.samplesPerSecond / runs[0].second.samplesPerSecond);
         for (const auto &[c, o] : compressed) {
             report.add("rtt_50ms_" + c + "_samples_per_s", o.samplesPerSecond);
             report.add("rtt_50ms_" + c + "_final_accuracy", o.finalAccuracy);

@@ -56,6 +56,10 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     const int64_t microbatch = spec.jobFile.empty() ? kSwarmBenchBatch : spec.microbatch;
     if (spec.overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
+    if (spec.maxWindow > 0) {
+        s.coordinatorArgs.push_back("--max-window");
+        s.coordinatorArgs.push_back(std::to_string(spec.maxWindow));
+    }
     s.nodeArgs = {"--max-cores",        "1",
                   "--eval-every",       std::to_string(evalEvery),
                   "--peer-compression", spec.compression,

@@ -25,6 +25,7 @@ struct SwarmBenchSpec
     double rateMbit = 50;                 ///< the emulated links' cap; 0 with rttMs 0: no emulation at all
     int64_t seed = 1;                     ///< the run's seed (initial weights, data order)
     int clusterSize = 2;                  ///< stages per cluster
+    int maxWindow = 0; ///< the run's cap on microbatches in flight (--max-window); 0: the nodes' default
     /// Extra arguments for node i (counted from 1), e.g. {"--cpu-percent", "50"}.
     std::map<int, std::vector<std::string>> nodeExtraArgs;
     /// A job file for the coordinator (--job): its model, optimizer and microbatch
