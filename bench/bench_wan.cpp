@@ -6,7 +6,7 @@
 // (microbatches in flight) and mean staleness as it printed them, and (full runs, every
 // 100 steps) the samples each needed to reach 85% test accuracy. At 50 ms also with the
 // tensors as bf16 and fp16 (--peer-compression; key `bf16_speedup_50ms`), and at 50 and
-// 100 ms with the window capped at 3 (--max-window, as resources/jobs/mlp.json; keys
+// 100 ms with the window capped at 3 (--max-window, the job's max_window; keys
 // `rtt_50ms_window_3_...`, `ratio_50ms_window_3`).
 //
 // Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms: plain
@@ -16,8 +16,7 @@
 // `overlap_speedup`), with int8 and int4 chunks every 10 steps and int4 every 15
 // (each with error feedback), and every 100 steps
 // with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9) and bf16
-// chunks, also with the window capped at 3 (`outer_every_100_bf16_window_3`: the
-// reference job's settings). Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every
+// chunks, also with the window capped at 3 (`outer_every_100_bf16_window_3`). Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every
 // ring joins the two clusters) over the samples the swarm trained, for the
 // configuration with the fewest that ended within kEqualAccuracyPoints of the float32
 // plain run's final accuracy; `cross_cluster_reduction`: the float32 plain run's over
@@ -115,9 +114,9 @@ int main(int argc, char **argv)
             printPipelineRun(std::string("round trip 50 ms, ") + c, o);
             compressed.emplace_back(c, o);
         }
-        // The window capped at 3 (stages + 1: no microbatch beyond the loopback window),
-        // as resources/jobs/mlp.json sets it: staleness 2 instead of 4, against the
-        // speed the larger window buys. Keys rtt_50ms_window_3_..., rtt_100ms_window_3_....
+        // The window capped at 3 (stages + 1: no microbatch beyond the loopback window;
+        // the job's max_window): staleness 2 instead of 4, against the speed the larger
+        // window buys. Keys rtt_50ms_window_3_..., rtt_100ms_window_3_....
         std::vector<std::pair<int, Outcome>> capped;
         for (const int rtt : {50, 100}) {
             RunSpec spec{rtt};
@@ -136,7 +135,7 @@ int main(int argc, char **argv)
         RunSpec plainBf16 = plain, outerBf16 = outer, plainInt8 = plain, plainInt4 = plain, every15Int4 = plain,
                 outerWindow3 = outer;
         plainBf16.ringCompression = outerBf16.ringCompression = outerWindow3.ringCompression = "bf16";
-        outerWindow3.maxWindow = 3; // resources/jobs/mlp.json's averaging and window cap
+        outerWindow3.maxWindow = 3; // resources/jobs/mlp.json's averaging, with the window capped
         plainInt8.ringCompression = "int8";
         plainInt4.ringCompression = every15Int4.ringCompression = "int4";
         every15Int4.averagingInterval = 15;
