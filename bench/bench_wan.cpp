@@ -16,8 +16,9 @@
 // `overlap_speedup`), with int8 and int4 chunks every 10 steps and int4 every 15
 // (each with error feedback), and every 100 steps
 // with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9) and bf16
-// chunks, also with the window capped at 3 (`outer_every_100_bf16_window_3`). Key `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every
-// ring joins the two clusters) over the samples the swarm trained, for the
+// chunks, also with the window capped at 3 (`outer_every_100_bf16_window_3`). Key
+// `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every ring joins the
+// two clusters) over the samples the swarm trained, for the
 // configuration with the fewest that ended within kEqualAccuracyPoints of the float32
 // plain run's final accuracy; `cross_cluster_reduction`: the float32 plain run's over
 // that (and `cross_cluster_reduction_outer_every_100_bf16`, whatever its accuracy). All

@@ -158,8 +158,10 @@ struct RunConfig
     bool operator==(const RunConfig &) const = default;
 };
 
-/// The largest RunConfig::maxWindow: past it staleness ruins any run.
-constexpr int64_t kMaxWindowLimit = 64;
+/// The largest RunConfig::maxWindow: staleness ruins a run long before (bench_wan: 8 in
+/// flight cost the MLP 15 points), and every microbatch in flight holds its activations
+/// and stashed weights, which the plan's memory does not count beyond stages + 1.
+constexpr int64_t kMaxWindowLimit = 16;
 
 /// Throws rookery::Error naming the first bad field.
 void validate(const RunConfig &run);

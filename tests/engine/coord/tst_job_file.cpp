@@ -141,7 +141,7 @@ private Q_SLOTS:
         row("optimizer field unknown", "/optimizer/betas", "[0.9, 0.99]", "optimizer.betas: unknown field");
         row("microbatch zero", "/microbatch", "0", "microbatch: must be from 1 to 60000, not 0");
         row("accumulation", "/accumulation", "5000", "accumulation: must be from 1 to 4096, not 5000");
-        row("window cap", "/max_window", "65", "max_window: must be from 0 to 64, not 65");
+        row("window cap", "/max_window", "17", "max_window: must be from 0 to 16, not 17");
         row("steps missing", "/steps", "", "steps: is missing");
         row("steps zero", "/steps", "0", "steps: must be from 1 to");
         row("seed negative", "/seed", "-1", "seed: must be from 0 to");

@@ -101,7 +101,7 @@ private Q_SLOTS:
         r.maxWindow = kMaxWindowLimit + 1;
         try {
             validate(r);
-            QFAIL("a window cap of 65 passed");
+            QFAIL("a window cap of 17 passed");
         } catch (const Error &e) {
             QVERIFY2(std::string(e.what()).find("window cap") != std::string::npos, e.what());
         }

@@ -70,20 +70,10 @@ inline std::vector<net::Message> sampleMessages()
     a.shardIndex = 1;
     a.shardCount = 3;
     a.weightsFrom = {"bb22", "10.0.0.2:7401"};
-    const RunInfo run{"{\"name\":\"mlp\"}",
-                      "{\"kind\":\"sgd\"}",
-                      64,
-                      2,
-                      10,
-                      7,
-                      1000,
-                      "fashion-mnist",
-                      "run-1",
-                      0.7,
-                      0.9,
-                      true,
-                      std::string(64, 'a'),
-                      4};
+    RunInfo run{
+        "{\"name\":\"mlp\"}", "{\"kind\":\"sgd\"}", 64, 2, 10, 7, 1000, "fashion-mnist", "run-1", 0.7, 0.9, true,
+        std::string(64, 'a')};
+    run.maxWindow = 4;
     m.push_back(Register{"laptop", "0.0.0.0:7401", "{\"cpu_model\":\"x\"}", std::string(16, '\x5a'), 1714000000123, "t",
                          12.5e6, "-----BEGIN PUBLIC KEY-----", 7402, "0123456789abcdef0123456789abcdef"});
     m.push_back(RegisterReply{"dd44", "-----BEGIN CERTIFICATE-----", "-----BEGIN CERTIFICATE-----", run, a, 1000});
