@@ -8,8 +8,10 @@
 
 #include "engine/common/command_line.h"
 #include "engine/common/error.h"
+#include "engine/coord/job_file.h"
 #include "engine/model/model_zoo.h"
 #include "engine/sim/report.h"
+#include "engine/sim/sim_job.h"
 #include "engine/sim/simulator.h"
 #include "engine/sim/sweep.h"
 
@@ -98,7 +100,14 @@ int main(int argc, char **argv)
                         "generate N volunteers (when no --population)");
     cli::addNumber(app, "--hours", config.hours, 0.001, 24 * 365, "H", "simulated hours");
     cli::addWholeNumber(app, "--seed", config.seed, 0, INT64_MAX, "N", "seed of the generator and the planner");
-    cli::addChoice(app, "--model", config.model, model::modelNames(), "model to plan for");
+    auto *modelOption = cli::addChoice(app, "--model", config.model, model::modelNames(), "model to plan for");
+    std::string jobFile;
+    app.add_option("--job", jobFile,
+                   "plan an operator's job file (the coordinator's --job; docs/job-file.md): its model, microbatch, "
+                   "optimizer, averaging interval, window cap and seed; --microbatch, --averaging-interval and "
+                   "--seed, when given, override it")
+        ->type_name("FILE")
+        ->excludes(modelOption);
     cli::addWholeNumber(app, "--cluster-size", config.clusterSize, 0, 64, "N",
                         "volunteers per cluster (0: the planner's search decides)");
     cli::addWholeNumber(app, "--averaging-interval", config.averagingInterval, 1, 1'000'000, "STEPS",
@@ -138,12 +147,24 @@ int main(int argc, char **argv)
     app.add_flag("--quiet", quiet, "no progress bar");
     app.footer("Example: rookery-sim --volunteers 10000 --hours 24 --cluster-size 4 --coordinators 20 "
                "--json sim.json --svg sim\n"
+               "Job: rookery-sim --job resources/jobs/mlp.json --volunteers 1000 --hours 4\n"
                "Sweep: rookery-sim --volunteers 500 --hours 2 --sweep-cluster-sizes 1,2,4 --sweep-intervals "
                "10,100,500 --json sweep.json --svg sweep (every pair on the same population; prints the "
                "recommended setting)");
     try {
         if (cli::parse(app, argc, argv) != cli::Outcome::Run)
             return 0;
+        if (!jobFile.empty()) {
+            const sim::SimConfig given = config;
+            for (const auto &note : sim::applyJob(config, coord::readJobFile(jobFile).run))
+                std::fprintf(stderr, "rookery-sim: note: %s\n", note.c_str());
+            if (app.count("--microbatch") > 0)
+                config.microbatch = given.microbatch;
+            if (app.count("--averaging-interval") > 0)
+                config.averagingInterval = given.averagingInterval;
+            if (app.count("--seed") > 0)
+                config.seed = given.seed;
+        }
         // The options above take Mbit/s, ms and minutes; the engine takes bytes and seconds.
         gen.upMedianBytesPerSecond = upMbit * 1e6 / 8;
         gen.downMedianBytesPerSecond = downMbit * 1e6 / 8;

@@ -93,6 +93,7 @@ std::string summaryJson(const SimResult &r, const SimConfig &c, size_t volunteer
                    {"microbatch", c.microbatch},
                    {"cluster_size", c.clusterSize},
                    {"averaging_interval", c.averagingInterval},
+                   {"max_window", c.maxWindow},
                    {"seed", c.seed},
                    {"coordinators", c.coordinators},
                    {"heartbeat_s", c.heartbeatSeconds},

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/common/value_precision.h"
+#include "engine/model/model_spec.h"
 #include "engine/sim/population.h"
 
 namespace rookery::coord {
@@ -20,12 +21,17 @@ namespace rookery::sim {
 /// coordinator's (coord::RegistryConfig); the rest are documented in docs/scale.md.
 struct SimConfig
 {
-    std::string model = "mlp";
+    std::string model = "mlp"; ///< a model of the zoo, by name (ignored when modelSpec has layers)
+    /// A model given layer by layer, as a job file gives it (applyJob); empty: `model`.
+    model::ModelSpec modelSpec;
     int64_t microbatch = 64;
     double optimizerStateCopies = 1;
     int clusterSize = 0; ///< 0: the planner's search decides
     uint64_t seed = 1;
     int averagingInterval = 10; ///< optimizer steps (one microbatch each) between ring averages
+    /// The roots' cap on microbatches in flight (a job's max_window); 0: the nodes'
+    /// default (train::kDefaultMaxWindow).
+    int maxWindow = 0;
     /// How ring chunks travel: the nodes' --ring-compression, bf16 by default as theirs
     /// (a ring's first round, in float32, is not modelled).
     ValuePrecision ringPrecision = ValuePrecision::Bf16;

@@ -100,7 +100,12 @@ struct Simulator::Impl
             throw Error("sim: coordinators, averaging interval and microbatch must be at least 1");
         if (!(cfg.ringFlopsPerByte >= 0))
             throw Error("sim: a ring's work per byte must be 0 or more");
-        model = {model::modelByName(cfg.model), cfg.microbatch, cfg.optimizerStateCopies};
+        if (cfg.maxWindow < 0)
+            throw Error("sim: the window cap must be 0 (the nodes' default) or more");
+        if (cfg.maxWindow == 0)
+            cfg.maxWindow = train::kDefaultMaxWindow;
+        model = {cfg.modelSpec.layers.empty() ? model::modelByName(cfg.model) : cfg.modelSpec, cfg.microbatch,
+                 cfg.optimizerStateCopies};
         costs = model::layerCosts(model.spec, cfg.microbatch);
         options = model::partitionOptionsFor(model.spec, cfg.microbatch, cfg.optimizerStateCopies);
         swarm::FormationOptions formation;

@@ -6,10 +6,12 @@
 #include <map>
 
 #include "engine/common/error.h"
+#include "engine/coord/job_file.h"
 #include "engine/coord/plan_state.h"
 #include "engine/model/model_zoo.h"
 #include "engine/sim/event_queue.h"
 #include "engine/sim/population.h"
+#include "engine/sim/sim_job.h"
 #include "engine/sim/simulator.h"
 #include "engine/sim/sweep.h"
 #include "engine/sim/timing.h"
@@ -81,7 +83,7 @@ class TestSim : public QObject
         std::vector<swarm::PlanVolunteer> v;
         for (size_t i = 0; i < p.volunteers.size(); ++i) {
             const auto &x = p.volunteers[i];
-            v.push_back({Simulator::nodeId(i), {x.gflops, x.memoryBytes, x.upBytesPerSecond}});
+            v.push_back({Simulator::nodeId(i), {x.gflops, x.memoryBytes, x.upBytesPerSecond, {}}});
         }
         return v;
     }
@@ -367,6 +369,80 @@ private Q_SLOTS:
             QCOMPARE(simulated.pipelines[c].stages, direct.pipelines[c].stages);
             QCOMPARE(simulated.pipelines[c].partition.cuts(), direct.pipelines[c].partition.cuts());
         }
+    }
+
+    // A job file's model and settings are what the simulator plans, as the coordinator
+    // would plan that job.
+    void aJobIsPlannedAsTheCoordinatorPlansIt()
+    {
+        const coord::Job job = coord::parseJob(
+            R"({"rookery_job": 1, "name": "wide", "steps": 1000, "seed": 11, "microbatch": 32, "accumulation": 2,
+                "max_window": 3, "optimizer": {"kind": "adamw", "lr": 0.001},
+                "averaging": {"interval": 50, "overlap": true},
+                "model": {"name": "wide-mlp", "input": [1, 28, 28], "classes": 10, "layers": [
+                    {"type": "flatten"}, {"type": "linear", "in": 784, "out": 1024}, {"type": "relu"},
+                    {"type": "linear", "in": 1024, "out": 10}]}})",
+            "wide.json");
+        SimConfig c = config(0.01, 2);
+        const auto notes = applyJob(c, job.run);
+        QCOMPARE(notes.size(), size_t(1)); // the overlap, which is not modelled
+        QVERIFY(notes[0].find("overlap_averaging") != std::string::npos);
+        QCOMPARE(c.model, std::string("wide-mlp"));
+        QCOMPARE(c.modelSpec, job.run.model);
+        QCOMPARE(c.microbatch, int64_t(32));
+        QCOMPARE(c.averagingInterval, 100); // 50 optimizer steps of 2 microbatches
+        QCOMPARE(c.maxWindow, 3);
+        QCOMPARE(c.seed, uint64_t(11));
+        QCOMPARE(c.optimizerStateCopies, 2.0); // AdamW's two moments
+
+        const Population p = steady(8);
+        Simulator sim(p, c);
+        sim.run();
+        QCOMPARE(sim.planState(0).model().spec, job.run.model);
+        swarm::FormationOptions o;
+        o.seed = 11;
+        o.clusterSize = 2;
+        const swarm::PlanModel m{job.run.model, 32, 2};
+        const auto direct = swarm::planSwarm(m, planVolunteers(p), o);
+        const auto &simulated = sim.planState(0).plan();
+        QCOMPARE(simulated.clustering.clusterOf, direct.clustering.clusterOf);
+        QCOMPARE(simulated.pipelines.size(), direct.pipelines.size());
+        for (size_t i = 0; i < direct.pipelines.size(); ++i)
+            QCOMPARE(simulated.pipelines[i].partition.cuts(), direct.pipelines[i].partition.cuts());
+
+        // No overlap, no note; an interval past what the simulator counts is refused.
+        coord::RunConfig plain = job.run;
+        plain.overlapAveraging = false;
+        QVERIFY(applyJob(c, plain).empty());
+        plain.averagingInterval = 1'000'000;
+        plain.accumulation = 4096;
+        QVERIFY_THROWS_EXCEPTION(Error, applyJob(c, plain));
+    }
+
+    // Over a 50 ms round trip the root's window is what covers the trip, up to the cap,
+    // and a latency-bound pipeline trains in proportion to it: a job's cap of 3 against
+    // the nodes' default of 5.
+    void theJobsWindowCapHoldsTheSimulatedPipeline()
+    {
+        Population p = steady(2);
+        p.network.rttSeconds = {{0.05}};
+        for (auto &v : p.volunteers)
+            v.upBytesPerSecond = v.downBytesPerSecond = 1e9;
+        SimConfig c = config(0.01, 2);
+        const SimResult capped = [&] {
+            SimConfig k = c;
+            k.maxWindow = 3;
+            return Simulator(p, k).run();
+        }();
+        const SimResult byDefault = Simulator(p, c).run();
+        QCOMPARE(capped.clusters.size(), size_t(1));
+        QCOMPARE(byDefault.clusters.size(), size_t(1));
+        QCOMPARE(Simulator(p, c).config().maxWindow, train::kDefaultMaxWindow);
+        QVERIFY(byDefault.clusters[0].samplesPerSecond > 0);
+        QCOMPARE(capped.clusters[0].samplesPerSecond / byDefault.clusters[0].samplesPerSecond, 3.0 / 5.0);
+        SimConfig bad = c;
+        bad.maxWindow = -1;
+        QVERIFY_THROWS_EXCEPTION(Error, (void)Simulator(p, bad));
     }
 
     void aNodeLeavingIsReplannedAfterTheGrace()
