@@ -114,6 +114,11 @@ int main(int argc, char **argv)
     p.add_flag("--verbose", verbose,
                "print the programs' info log lines too (links measured, re-plans, ring rounds), not only their "
                "main events");
+    int64_t maxWindow = -1;
+    cli::addWholeNumber(p, "--max-window", maxWindow, 0, 16, "N",
+                        "the most microbatches a pipeline's first stage keeps in flight, the staleness cap (the "
+                        "coordinator's --max-window; 0: the nodes' default, 5)")
+        ->default_str("");
     p.add_flag("--overlap-averaging", overlap,
                "averaging rounds run beside training, on a snapshot of the weights (the coordinator's "
                "--overlap-averaging)");
@@ -161,6 +166,8 @@ int main(int argc, char **argv)
     s.nodeArgs.insert(s.nodeArgs.end(), {"--peer-compression", peerCompression, "--ring-compression", ringCompression});
     if (overlap)
         s.coordinatorArgs.push_back("--overlap-averaging");
+    if (maxWindow >= 0)
+        s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--max-window", std::to_string(maxWindow)});
     if (stragglers)
         s.coordinatorArgs.insert(s.coordinatorArgs.end(), {"--straggler-check", "5"});
     if (graceSeconds > 0)
