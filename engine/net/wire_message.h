@@ -94,6 +94,8 @@ struct Activations
     TensorBuffer activations;
     TensorBuffer labels;     ///< int64, travels with the microbatch to the last stage; may be empty
     bool evaluation = false; ///< a test batch: forward only, answered with a TestTally
+    uint64_t testId = 0;     ///< a test batch's test, from 1; 0: not numbered (an older root)
+    bool testLast = false;   ///< the test's last batch
 };
 
 /// The last stage's answer to a test batch: checked on decoding (correct <= samples <=

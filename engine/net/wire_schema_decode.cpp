@@ -171,8 +171,14 @@ std::optional<Message> fromEnvelope(const wire::Envelope &env, std::vector<Tenso
             reason = "labels must be int64, not " + std::string(dtypeName(t[1].dtype));
             return std::nullopt;
         }
-        return Activations{a.microbatch_id(), a.weight_version(), std::move(t[0]),
-                           t.size() == 2 ? std::move(t[1]) : TensorBuffer{}, a.evaluation()};
+        // Test numbers mean something only on test batches.
+        return Activations{a.microbatch_id(),
+                           a.weight_version(),
+                           std::move(t[0]),
+                           t.size() == 2 ? std::move(t[1]) : TensorBuffer{},
+                           a.evaluation(),
+                           a.evaluation() ? a.test_id() : 0,
+                           a.evaluation() && a.test_last()};
     }
     case E::kGradients: {
         const auto &g = env.gradients();

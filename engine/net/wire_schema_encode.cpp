@@ -125,6 +125,8 @@ struct ToEnvelope
         a->set_microbatch_id(m.microbatchId);
         a->set_weight_version(m.weightVersion);
         a->set_evaluation(m.evaluation);
+        a->set_test_id(m.testId);
+        a->set_test_last(m.testLast);
         tensor(m.activations, a->mutable_activations(), true, "activations");
         if (!m.labels.empty()) {
             if (m.labels.dtype != DType::Int64)

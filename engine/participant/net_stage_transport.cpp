@@ -145,7 +145,8 @@ void NetStageTransport::deliver(const std::string &peer, net::Message &&message)
             return refuseLocked(peer, "activations", *why, m_activationGuard.refused());
         m_forwardBytes += bytes;
         m_forward.push_back(train::ForwardMessage{int64_t(a->microbatchId & kMicrobatchMask), int64_t(a->weightVersion),
-                                                  std::move(a->activations), std::move(a->labels), a->evaluation});
+                                                  std::move(a->activations), std::move(a->labels), a->evaluation,
+                                                  int64_t(a->testId & uint64_t(INT64_MAX)), a->testLast});
     } else if (auto *g = std::get_if<net::Gradients>(&message)) {
         if (peer != m_next || (g->microbatchId >> kGenerationShift) != m_generation)
             return;
@@ -281,9 +282,9 @@ bool NetStageTransport::sendForward(train::ForwardMessage message)
     }
     if (testingMisbehaviour().activationScale)
         message.activations = scaled(message.activations, 1e6f);
-    const bool sent =
-        sendTo(m_next, net::Activations{id, uint64_t(message.weightVersion), std::move(message.activations),
-                                        std::move(message.labels), message.evaluation});
+    const bool sent = sendTo(m_next, net::Activations{id, uint64_t(message.weightVersion),
+                                                      std::move(message.activations), std::move(message.labels),
+                                                      message.evaluation, uint64_t(message.testId), message.testLast});
     if (sent && testingMisbehaviour().forgedFinished && ++m_forgedCount % 40 == 0)
         (void)m_mesh.send(m_next, net::StageError{uint32_t(m_stage), id, "finished"});
     if (sent && testingMisbehaviour().forgedFailed && ++m_forgedCount % 40 == 0)

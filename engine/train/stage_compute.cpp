@@ -227,6 +227,20 @@ torch::Tensor StageCompute::infer(const torch::Tensor &input)
     return run(prepareInput(input).detach(), m_live, false);
 }
 
+void StageCompute::keepForTest()
+{
+    torch::NoGradGuard noGrad;
+    m_kept.clear(); // never two copies at once
+    for (const auto &p : m_live)
+        m_kept.push_back(p.detach().clone());
+}
+
+torch::Tensor StageCompute::inferKept(const torch::Tensor &input)
+{
+    torch::NoGradGuard noGrad;
+    return run(prepareInput(input).detach(), m_kept.empty() ? m_live : m_kept, false);
+}
+
 void StageCompute::setParameters(const std::vector<NamedTensor> &parameters)
 {
     std::vector<std::pair<size_t, const NamedTensor *>> targets;

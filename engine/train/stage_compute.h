@@ -56,6 +56,16 @@ public:
     /// Forward without gradients, current weights.
     torch::Tensor infer(const torch::Tensor &input);
 
+    /// A test that spans many steps of training measures the model of one moment: keeps
+    /// a copy of the current weights (replacing any kept before) for inferKept(), until
+    /// releaseKept(). One more copy of the stage's parameters while a test runs.
+    void keepForTest();
+    bool keepsForTest() const { return !m_kept.empty(); }
+    /// Forward without gradients with the weights keepForTest() copied (the current ones
+    /// when none are kept).
+    torch::Tensor inferKept(const torch::Tensor &input);
+    void releaseKept() { m_kept.clear(); }
+
     int64_t version() const { return m_optimizer.stepCount(); }
     size_t inFlight() const { return m_records.size(); }
     /// Whether microbatch `id`'s forward is in flight here (its backward is awaited).
@@ -117,6 +127,7 @@ private:
     std::map<int64_t, Record> m_records;
     std::shared_ptr<WeightSet> m_snapshot;
     std::vector<std::shared_ptr<WeightSet>> m_sets; ///< recycled once no record holds them
+    std::vector<torch::Tensor> m_kept;              ///< keepForTest()'s copy
 };
 
 } // namespace rookery::train

@@ -22,6 +22,11 @@ struct ForwardMessage
     /// A batch of the root's test set: every stage runs it forward without gradients,
     /// and the leaf answers with its EvaluationTally instead of a gradient.
     bool evaluation = false;
+    /// Of a test batch: its test, numbered by the root from 1 (0: not numbered, from an
+    /// older root over the network), and whether it is the test's last batch. A stage
+    /// answers every batch of one test with the weights it held when the first arrived.
+    int64_t testId = 0;
+    bool testLast = false;
 };
 
 /// What the leaf found for one test batch: the pipeline tests its model by passing the

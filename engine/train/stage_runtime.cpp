@@ -217,6 +217,7 @@ struct StageRuntime::Impl
     {
         bool active = false;
         bool final = false;
+        int64_t id = 0; // numbered from 1 while the root lives; 0 for the final test (training is over)
         int64_t version = 0;
         int64_t next = 0, end = 0;                          // samples of the test set
         std::deque<std::pair<int64_t, int64_t>> unanswered; // batches sent: id, samples
@@ -252,6 +253,8 @@ struct StageRuntime::Impl
     Test test;
     std::unique_ptr<BatchSource> testSource; // while a test runs
     int64_t nextTestBatch = kFirstTestBatch;
+    int64_t testsStarted = 0; // root: numbers its periodic tests
+    int64_t keptTest = 0;     // follower: the test whose weights compute keeps (0: none)
 };
 
 bool StageRuntime::Impl::startTest(bool final)
@@ -262,6 +265,14 @@ bool StageRuntime::Impl::startTest(bool final)
     test.active = true;
     test.final = final;
     test.version = compute.version();
+    // Beside training, every stage tests with the weights of the moment the test
+    // reaches it (ForwardMessage::testId), the root with those of now. The final test
+    // comes after the last step: the current weights (and not an abandoned test's).
+    compute.releaseKept();
+    if (!final && config.stages > 1) {
+        test.id = ++testsStarted;
+        compute.keepForTest();
+    }
     test.end = config.test->count;
     testSource = std::make_unique<BatchSource>(config.test);
     return true;
@@ -275,9 +286,11 @@ bool StageRuntime::Impl::forwardTestBatch(ForwardMessage &out)
         Batch batch = testSource->slice(test.next, n);
         out.microbatch = id;
         out.weightVersion = compute.version();
-        out.activations = toBuffer(compute.infer(batch.images));
+        out.activations = toBuffer(compute.inferKept(batch.images));
         out.labels = toBuffer(batch.labels);
         out.evaluation = true;
+        out.testId = test.id;
+        out.testLast = test.next + n >= test.end;
         test.unanswered.emplace_back(id, n);
         test.next += n;
     });
@@ -307,6 +320,7 @@ void StageRuntime::Impl::endTest(std::string failure, bool refused)
     test.active = false;
     test.unanswered.clear();
     testSource.reset();
+    compute.releaseKept();
     if (config.onEvaluated)
         config.onEvaluated(r);
 }
@@ -388,11 +402,33 @@ void StageRuntime::Impl::handleForward(const ForwardMessage &in, StageMessage &o
 
 void StageRuntime::Impl::handleTestForward(const ForwardMessage &in, StageMessage &out)
 {
-    const torch::Tensor output = compute.infer(fromBuffer(in.activations));
-    if (leaf())
+    // A numbered test's batches all meet the weights this stage held when its first
+    // arrived; an unnumbered one (the final test, or an older root's) the current ones.
+    if (in.testId == 0) {
+        compute.releaseKept();
+        keptTest = 0;
+    } else if (in.testId != keptTest || !compute.keepsForTest()) {
+        compute.keepForTest();
+        keptTest = in.testId;
+    }
+    const torch::Tensor output = compute.inferKept(fromBuffer(in.activations));
+    if (in.testLast) {
+        compute.releaseKept();
+        keptTest = 0;
+    }
+    if (leaf()) {
         out = BackwardMessage{in.microbatch, {}, tallyOf(output, fromBuffer(in.labels))};
-    else
-        out = ForwardMessage{in.microbatch, compute.version(), toBuffer(output), in.labels, true};
+        return;
+    }
+    ForwardMessage f;
+    f.microbatch = in.microbatch;
+    f.weightVersion = compute.version();
+    f.activations = toBuffer(output);
+    f.labels = in.labels;
+    f.evaluation = true;
+    f.testId = in.testId;
+    f.testLast = in.testLast;
+    out = std::move(f);
 }
 
 bool StageRuntime::Impl::stray(const BackwardMessage &b)
@@ -606,6 +642,8 @@ StageRunResult StageRuntime::run(int64_t microbatches)
     d->metrics.stage = d->config.stage;
     d->liveStaleness.store(0, std::memory_order_relaxed);
     d->compute.dropInFlight(); // what an aborted run left in flight will never come back
+    d->compute.releaseKept();  // and the test it was running will not go on
+    d->keptTest = 0;
     d->hookedVersion = d->compute.version();
     StopMessage stop;
     try {
@@ -619,6 +657,8 @@ StageRunResult StageRuntime::run(int64_t microbatches)
     } catch (const std::exception &e) {
         stop = d->abort(StopKind::Failed, e.what());
     }
+    d->compute.releaseKept();
+    d->keptTest = 0;
     return {d->metrics, stop};
 }
 

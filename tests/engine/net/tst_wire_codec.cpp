@@ -223,6 +223,22 @@ private Q_SLOTS:
         }
     }
 
+    // A test's number and last batch mean something only on a test batch: on a training
+    // microbatch they are dropped, so no stage keeps weights for a test that is not one.
+    void testNumbersComeOnlyWithTestBatches()
+    {
+        Activations a{9, 4, test::floatTensor({3, 13}, 0.25f), test::labelTensor(3), false, 5, true};
+        auto r = decode(encoded(a));
+        QVERIFY2(r.ok(), r.reason.c_str());
+        QCOMPARE(std::get<Activations>(*r.message).testId, uint64_t(0));
+        QVERIFY(!std::get<Activations>(*r.message).testLast);
+        a.evaluation = true;
+        r = decode(encoded(a));
+        QVERIFY2(r.ok(), r.reason.c_str());
+        QCOMPARE(std::get<Activations>(*r.message).testId, uint64_t(5));
+        QVERIFY(std::get<Activations>(*r.message).testLast);
+    }
+
     void tensorsPointIntoTheFrameAtAlignedOffsets()
     {
         const Message m = test::sampleMessages()[5]; // Activations with labels

@@ -98,8 +98,8 @@ inline std::vector<net::Message> sampleMessages()
     m.push_back(DataPiece{std::string(64, 'e'), 1 << 20, 3 << 20,
                           tensorBufferFromBytes(DType::UInt8, {5}, {1, 2, 3, 4, 5}), ""});
     m.push_back(DataPiece{std::string(64, 'f'), 0, 0, {}, "this coordinator serves no such file"});
-    m.push_back(Activations{9, 4, floatTensor({3, 13}, 0.25f), labelTensor(3), true}); // a test batch
-    m.push_back(Gradients{9, 0, floatTensor({0}, 0), TestTally{300, 271, 98.5}});      // its answer
+    m.push_back(Activations{9, 4, floatTensor({3, 13}, 0.25f), labelTensor(3), true, 3, true}); // a test's last batch
+    m.push_back(Gradients{9, 0, floatTensor({0}, 0), TestTally{300, 271, 98.5}});               // its answer
     return m;
 }
 
@@ -112,7 +112,7 @@ inline bool sameMessage(const net::Message &a, const net::Message &b)
         auto &y = std::get<Activations>(b);
         return x->microbatchId == y.microbatchId && x->weightVersion == y.weightVersion &&
                sameTensor(x->activations, y.activations) && sameTensor(x->labels, y.labels) &&
-               x->evaluation == y.evaluation;
+               x->evaluation == y.evaluation && x->testId == y.testId && x->testLast == y.testLast;
     }
     if (auto *x = std::get_if<Gradients>(&a)) {
         auto &y = std::get<Gradients>(b);

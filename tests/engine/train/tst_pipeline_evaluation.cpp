@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -22,6 +23,41 @@
 using namespace rookery;
 
 namespace {
+
+// A follower's link that calls `seen` on the stage's thread when the first batch of a
+// numbered test reaches it, before the stage runs it.
+class TestWatchingTransport final : public train::StageTransport
+{
+public:
+    TestWatchingTransport(train::StageTransport &inner, std::function<void()> seen)
+        : m_inner(inner)
+        , m_seen(std::move(seen))
+    { }
+    bool sendForward(train::ForwardMessage m) override { return m_inner.sendForward(std::move(m)); }
+    bool sendBackward(train::BackwardMessage m) override { return m_inner.sendBackward(std::move(m)); }
+    bool sendFinished() override { return m_inner.sendFinished(); }
+    train::StageMessage receive() override { return watched(m_inner.receive()); }
+    std::optional<train::StageMessage> poll() override
+    {
+        auto m = m_inner.poll();
+        return m ? std::optional(watched(std::move(*m))) : std::nullopt;
+    }
+    void abort(train::StopMessage reason) override { m_inner.abort(std::move(reason)); }
+
+private:
+    train::StageMessage watched(train::StageMessage m)
+    {
+        if (const auto *f = std::get_if<train::ForwardMessage>(&m); f && f->evaluation && f->testId != m_last) {
+            m_last = f->testId;
+            if (f->testId != 0)
+                m_seen();
+        }
+        return m;
+    }
+    train::StageTransport &m_inner;
+    std::function<void()> m_seen;
+    int64_t m_last = 0;
+};
 
 // A leaf's link that adds one sample to every tally it sends: an answer that does not fit.
 class MiscountingTransport final : public train::StageTransport
@@ -52,6 +88,9 @@ struct Outcome
     std::vector<train::EvaluationResult> evaluations; // in the order the root reported them
     std::vector<NamedTensor> parameters;              // every stage's, after the run
     std::vector<std::string> events;                  // "finishing <stage>", "final test"
+    /// Every stage's parameters when the test beside training reached it (the root's
+    /// when it began), in stage order.
+    std::vector<std::vector<NamedTensor>> atTest;
 };
 
 struct Options
@@ -60,6 +99,7 @@ struct Options
     int64_t testAtStep = 0;               // the root asks for a test beside training at this step
     bool miscountingLeaf = false;         // the leaf's tallies count one sample too many
     bool leafAbortsWhenFinishing = false; // the leaf's onFinishing stops the pipeline
+    int64_t evaluationBatch = 300;        // the test set is 1,000: the last batch is short
 };
 
 } // namespace
@@ -77,9 +117,14 @@ class TestPipelineEvaluation : public QObject
         train::InProcessTransport transport(stages, size_t(stages + 3)); // window, one test batch, two at the end
         MiscountingTransport miscounting(transport.endpoint(stages - 1));
         Outcome out;
+        out.atTest.resize(size_t(stages));
         std::mutex mutex;
         std::vector<std::unique_ptr<train::StageRuntime>> runtimes;
         runtimes.resize(size_t(stages));
+        std::vector<std::unique_ptr<TestWatchingTransport>> watching;
+        for (int s = 0; s < stages; ++s)
+            watching.push_back(std::make_unique<TestWatchingTransport>(
+                transport.endpoint(s), [&, s] { out.atTest[size_t(s)] = runtimes[size_t(s)]->parameters(); }));
         for (int s = 0; s < stages; ++s) {
             train::StageConfig c;
             c.model = model::mlpSpec();
@@ -89,7 +134,7 @@ class TestPipelineEvaluation : public QObject
             c.stages = stages;
             c.microbatchSize = 32;
             c.finalEvaluation = true;
-            c.evaluationBatch = 300; // the test set is 1,000: the last batch is short
+            c.evaluationBatch = o.evaluationBatch;
             c.onFinishing = [&, s] {
                 std::lock_guard lock(mutex);
                 out.events.push_back("finishing " + std::to_string(s));
@@ -117,11 +162,15 @@ class TestPipelineEvaluation : public QObject
                         out.events.push_back("final test");
                 };
                 c.onUpdate = [&](int64_t version) {
-                    if (version == o.testAtStep)
+                    if (version == o.testAtStep) {
+                        out.atTest[0] = runtimes[0]->parameters(); // the test begins before the next step
                         runtimes[0]->requestEvaluation();
+                    }
                 };
             }
-            train::StageTransport &link = s == stages - 1 && o.miscountingLeaf ? miscounting : transport.endpoint(s);
+            train::StageTransport &link = s == stages - 1 && o.miscountingLeaf ? miscounting
+                                          : s > 0                              ? *watching[size_t(s)]
+                                                                               : transport.endpoint(s);
             runtimes[size_t(s)] =
                 std::make_unique<train::StageRuntime>(c, link, train::openGate(), s == 0 ? m_train : nullptr);
         }
@@ -199,6 +248,37 @@ private Q_SLOTS:
         QCOMPARE(out.results[0].metrics.backwards, int64_t(60));
         QCOMPARE(out.results[2].metrics.forwards, int64_t(60)); // test batches are not training
         compareWithGathered(out);
+    }
+
+    // Training goes on while the test's batches pass, one at a time: without care each
+    // stage would test with whatever weights it has by then. The result is the whole
+    // model's as each stage held it when the test reached it (the root when it began).
+    void aTestBesideTrainingMeasuresTheModelOfOneMoment()
+    {
+        Options o;
+        o.microbatches = 80;
+        o.testAtStep = 10;
+        o.evaluationBatch = 50; // 20 batches, training in between
+        const Outcome out = run({0, 2, 4, 6}, o);
+        QCOMPARE(out.evaluations.size(), size_t(2));
+        const auto &beside = out.evaluations.front();
+        QVERIFY2(beside.failure.empty(), beside.failure.c_str());
+        QCOMPARE(beside.version, int64_t(10));
+        QCOMPARE(beside.tally.samples, m_test->count);
+        std::vector<NamedTensor> atTest;
+        for (const auto &stage : out.atTest) {
+            QVERIFY(!stage.empty()); // every stage saw the test
+            atTest.insert(atTest.end(), stage.begin(), stage.end());
+        }
+        const auto then = train::evaluateParameters(model::mlpSpec(), atTest, *m_test, 1000);
+        const auto after = train::evaluateParameters(model::mlpSpec(), out.parameters, *m_test, 1000);
+        qInfo("beside training: %.2f%%, loss %.5f; the model when the test reached each stage: %.2f%%, loss %.5f; "
+              "at the end: loss %.5f",
+              beside.accuracy() * 100, beside.loss(), then.accuracy * 100, then.loss, after.loss);
+        QVERIFY(std::abs(after.loss - then.loss) > 1e-3); // training did move the weights on
+        QVERIFY(std::abs(beside.accuracy() - then.accuracy) <= 2.0 / double(m_test->count));
+        QVERIFY(std::abs(beside.loss() - then.loss) <= 1e-4 * std::max(1.0, then.loss));
+        compareWithGathered(out); // and the final test is the end's model, not the kept one
     }
 
     void aTallyThatDoesNotFitTheBatchIsRefused()
