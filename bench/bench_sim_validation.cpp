@@ -200,6 +200,7 @@ double predict(const Case &c, const std::map<int, double> &gflopsByProcesses, co
     config.clusterSize = c.spec.clusterSize;
     config.averagingInterval = int(c.spec.averagingInterval);
     config.ringPrecision = precisionFromName(c.spec.ringCompression); // as the nodes were told
+    config.peerValueBytes = c.spec.compression == "none" ? 4 : 2;
     config.ringFlopsPerByte = ringCpuSecondsPerByte * loneGflops * 1e9;
     config.microbatch = bench::kSwarmBenchBatch;
     config.hours = hours;

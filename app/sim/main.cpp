@@ -113,6 +113,10 @@ int main(int argc, char **argv)
     cli::addWholeNumber(app, "--averaging-interval", config.averagingInterval, 1, 1'000'000, "STEPS",
                         "optimizer steps between ring averages");
     cli::addWholeNumber(app, "--microbatch", config.microbatch, 1, 65536, "N", "samples per microbatch");
+    std::string peerCompression = "bf16";
+    cli::addChoice(app, "--peer-compression", peerCompression, {"none", "fp16", "bf16"},
+                   "how activations and gradients travel between stages (the nodes' --peer-compression; bf16 is "
+                   "their default)");
     std::string ringCompression = "bf16";
     cli::addChoice(app, "--ring-compression", ringCompression, {"none", "bf16", "int8", "int4"},
                    "how ring chunks travel (the nodes' --ring-compression; bf16 is their default)");
@@ -171,6 +175,7 @@ int main(int argc, char **argv)
         gen.rttSeconds = rttMs < 0 ? -1 : rttMs / 1000;
         config.bucketSeconds = bucketMinutes * 60;
         config.ringPrecision = precisionFromName(ringCompression);
+        config.peerValueBytes = peerCompression == "none" ? 4 : 2;
         gen.hours = config.hours;
         gen.seed = config.seed;
         sim::Population population =

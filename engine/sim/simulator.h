@@ -35,6 +35,9 @@ struct SimConfig
     /// How ring chunks travel: the nodes' --ring-compression, bf16 by default as theirs
     /// (a ring's first round, in float32, is not modelled).
     ValuePrecision ringPrecision = ValuePrecision::Bf16;
+    /// Bytes an activation or gradient value takes between stages: 2 as the nodes send
+    /// them by default (bf16; fp16 alike), 4 with --peer-compression none.
+    double peerValueBytes = 2;
     /// A ring member's own work in a round per byte of the weights it averages (they
     /// are flattened, copied, checked for plausibility, summed and written back), in
     /// FLOP-equivalents like Network::transportFlopsPerByte. 0: not modelled.

@@ -67,11 +67,15 @@ double linkRttSeconds(const Volunteer &from, const Volunteer &to, const Network 
 
 PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const model::PartitionOptions &options,
                             const model::Partition &partition, const std::vector<const Volunteer *> &stages,
-                            const Network &network, int maxWindow)
+                            const Network &network, int maxWindow, double valueBytes)
 {
     const size_t n = partition.stages.size();
     if (n != stages.size() || n == 0)
         throw Error("sim: a pipeline needs one volunteer per stage");
+    if (!(valueBytes > 0 && valueBytes <= 4))
+        throw Error("sim: activations take 1 to 4 bytes a value on the wire");
+    // The cost model counts float32 activations; the wire carries `valueBytes` a value.
+    const auto wire = [&](size_t layer) { return double(costs[layer].activationBytes) * valueBytes / 4; };
     PipelineTiming t;
     t.window = options.inFlight > 0 ? options.inFlight : int(n) + 1;
     double rtt = 0, overlapped = 0; // overlapped: uploads hidden behind compute, still on the trip
@@ -87,16 +91,16 @@ PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const mo
         double uploads = 0;
         double messages = 0, bytes = 0; // in and out, for the transport's CPU
         if (s + 1 < n) {
-            const double out = double(costs[p.lastLayer - 1].activationBytes + options.labelBytes);
+            const double out = wire(p.lastLayer - 1) + double(options.labelBytes);
             uploads += out / linkBytesPerSecond(*stages[s], *stages[s + 1], network);
             rtt += linkRttSeconds(*stages[s], *stages[s + 1], network);
             t.bytesPerMicrobatch += out;
             messages += 1, bytes += out;
             if (sendsGradients(s + 1))
-                messages += 1, bytes += double(costs[p.lastLayer - 1].activationBytes);
+                messages += 1, bytes += wire(p.lastLayer - 1);
         }
         if (s > 0) {
-            const double in = double(costs[p.firstLayer - 1].activationBytes);
+            const double in = wire(p.firstLayer - 1);
             messages += 1, bytes += in + double(options.labelBytes);
             if (sendsGradients(s)) {
                 uploads += in / linkBytesPerSecond(*stages[s], *stages[s - 1], network);

@@ -63,9 +63,11 @@ double linkRttSeconds(const Volunteer &from, const Volunteer &to, const Network 
 /// end of those messages (transportSeconds), and the window of in-flight
 /// microbatches: options.inFlight when set, else the root's own rule
 /// (train::pipelineWindow: enough to cover one microbatch's trip, from stages + 1 up to
-/// `maxWindow`).
+/// `maxWindow`). Activations and gradients cross the links at `valueBytes` a value: 4 as
+/// float32 (the cost model's figures), 2 as the nodes' default bf16 or fp16
+/// (--peer-compression); labels as int64.
 PipelineTiming timePipeline(const std::vector<model::LayerCost> &costs, const model::PartitionOptions &options,
                             const model::Partition &partition, const std::vector<const Volunteer *> &stages,
-                            const Network &network, int maxWindow = train::kDefaultMaxWindow);
+                            const Network &network, int maxWindow = train::kDefaultMaxWindow, double valueBytes = 4);
 
 } // namespace rookery::sim

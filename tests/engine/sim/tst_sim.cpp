@@ -220,6 +220,26 @@ private Q_SLOTS:
                  pipelineMicrobatchesPerSecond(t.stageSeconds, net.rttSeconds[0][0], t.window));
     }
 
+    // Nodes send activations and gradients as bf16 by default: half the float32 bytes
+    // the cost model counts; the labels stay int64.
+    void activationsTakeTheBytesOfThePeersPrecision()
+    {
+        const TwoMlpStages m(1e6);
+        const auto &[costs, options, partition, a, b] = m;
+        Network net;
+        const auto full = timePipeline(costs, options, partition, {&a, &b}, net, train::kDefaultMaxWindow, 4);
+        const auto half = timePipeline(costs, options, partition, {&a, &b}, net, train::kDefaultMaxWindow, 2);
+        QCOMPARE(full.bytesPerMicrobatch, 2 * 131072 + 512.0); // activations and label forward, gradient back
+        QCOMPARE(half.bytesPerMicrobatch, 2 * 65536 + 512.0);
+        // At 1 MB/s the uploads bind both stages: the root sends the activations and label.
+        QCOMPARE(full.stageSeconds[0], (131072 + 512) / 1e6);
+        QCOMPARE(half.stageSeconds[0], (65536 + 512) / 1e6);
+        QCOMPARE(half.stageSeconds[1], 65536 / 1e6);
+        QVERIFY(half.microbatchesPerSecond > 1.9 * full.microbatchesPerSecond);
+        QVERIFY_THROWS_EXCEPTION(Error, timePipeline(costs, options, partition, {&a, &b}, net, 5, 0));
+        QVERIFY_THROWS_EXCEPTION(Error, timePipeline(costs, options, partition, {&a, &b}, net, 5, 8));
+    }
+
     void theTransportsCpuIsChargedToEachEndOfAMessage()
     {
         const TwoMlpStages m(1e12); // links so fast that compute binds each stage
