@@ -199,8 +199,8 @@ double predict(const Case &c, const std::map<int, double> &gflopsByProcesses, co
     sim::SimConfig config;
     config.clusterSize = c.spec.clusterSize;
     config.averagingInterval = int(c.spec.averagingInterval);
-    config.ringPrecision = precisionFromName(c.spec.ringCompression); // as the nodes were told
-    config.peerValueBytes = c.spec.compression == "none" ? 4 : 2;
+    config.ringPrecision = precisionFromName(c.spec.ringCompression);      // as the nodes were told
+    config.peerCompression = net::compressionFromName(c.spec.compression); // as the nodes were told
     config.ringFlopsPerByte = ringCpuSecondsPerByte * loneGflops * 1e9;
     config.microbatch = bench::kSwarmBenchBatch;
     config.hours = hours;

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
         gen.rttSeconds = rttMs < 0 ? -1 : rttMs / 1000;
         config.bucketSeconds = bucketMinutes * 60;
         config.ringPrecision = precisionFromName(ringCompression);
-        config.peerValueBytes = peerCompression == "none" ? 4 : 2;
+        config.peerCompression = net::compressionFromName(peerCompression);
         gen.hours = config.hours;
         gen.seed = config.seed;
         sim::Population population =

@@ -94,7 +94,7 @@ std::string summaryJson(const SimResult &r, const SimConfig &c, size_t volunteer
                    {"cluster_size", c.clusterSize},
                    {"averaging_interval", c.averagingInterval},
                    {"max_window", c.maxWindow},
-                   {"peer_value_bytes", c.peerValueBytes},
+                   {"peer_compression", std::string(net::compressionName(c.peerCompression))},
                    {"seed", c.seed},
                    {"coordinators", c.coordinators},
                    {"heartbeat_s", c.heartbeatSeconds},

@@ -9,6 +9,7 @@
 
 #include "engine/common/value_precision.h"
 #include "engine/model/model_spec.h"
+#include "engine/net/wire_message.h"
 #include "engine/sim/population.h"
 
 namespace rookery::coord {
@@ -35,9 +36,9 @@ struct SimConfig
     /// How ring chunks travel: the nodes' --ring-compression, bf16 by default as theirs
     /// (a ring's first round, in float32, is not modelled).
     ValuePrecision ringPrecision = ValuePrecision::Bf16;
-    /// Bytes an activation or gradient value takes between stages: 2 as the nodes send
-    /// them by default (bf16; fp16 alike), 4 with --peer-compression none.
-    double peerValueBytes = 2;
+    /// How activations and gradients travel between stages: the nodes' --peer-compression,
+    /// bf16 by default as theirs (2 bytes a value; fp16 alike, float32 4).
+    net::Compression peerCompression = net::Compression::Bf16;
     /// A ring member's own work in a round per byte of the weights it averages (they
     /// are flattened, copied, checked for plausibility, summed and written back), in
     /// FLOP-equivalents like Network::transportFlopsPerByte. 0: not modelled.

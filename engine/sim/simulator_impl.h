@@ -98,8 +98,6 @@ struct Simulator::Impl
             cfg.rejoinGraceSeconds = secs(defaults.rejoinGrace);
         if (cfg.coordinators < 1 || cfg.averagingInterval < 1 || cfg.microbatch < 1)
             throw Error("sim: coordinators, averaging interval and microbatch must be at least 1");
-        if (!(cfg.peerValueBytes > 0 && cfg.peerValueBytes <= 4))
-            throw Error("sim: activations take 1 to 4 bytes a value on the wire");
         if (!(cfg.ringFlopsPerByte >= 0))
             throw Error("sim: a ring's work per byte must be 0 or more");
         if (cfg.maxWindow < 0)

@@ -40,7 +40,8 @@ void Simulator::Impl::rebuild(int s, double now)
             vols.push_back(&pop.volunteers[size_t(globalOf[i])]);
         }
         c.cuts = p.partition.cuts();
-        c.timing = timePipeline(costs, options, p.partition, vols, pop.network, cfg.maxWindow, cfg.peerValueBytes);
+        c.timing = timePipeline(costs, options, p.partition, vols, pop.network, cfg.maxWindow,
+                                cfg.peerCompression == net::Compression::None ? 4 : 2);
         double fetchSeconds = 0;
         for (size_t st = 0; st < p.stages.size(); ++st) {
             const size_t i = p.stages[st];
