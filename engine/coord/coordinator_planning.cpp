@@ -107,7 +107,11 @@ void Coordinator::Impl::round(Clock::time_point now, std::map<std::string, Pendi
         for (const auto &[id, a] : published)
             if (a.isTraining())
                 placed.insert(placed.end(), id);
-    PlanChange change = plan.apply(leaves, joins, placed);
+    // A cluster that trained the run to its end leaves the plan whole as its members go.
+    std::set<std::string> finished;
+    if (!leaves.empty() && run.totalSteps > 0)
+        finished = registry->reachedStep(run.totalSteps);
+    PlanChange change = plan.apply(leaves, joins, placed, finished);
     const bool hadPlan = plan.hasPlan();
     // A first plan (or a fresh one when no cluster works any more) once the volunteers
     // can hold the model and the crowd had time to arrive.

@@ -237,6 +237,16 @@ std::set<std::string> NodeRegistry::away() const
     return out;
 }
 
+std::set<std::string> NodeRegistry::reachedStep(int64_t steps) const
+{
+    std::lock_guard lock(m_mutex);
+    std::set<std::string> out;
+    for (const auto &[id, r] : m_nodes)
+        if (r->report.step >= steps)
+            out.insert(out.end(), id);
+    return out;
+}
+
 size_t NodeRegistry::checkingCount() const
 {
     std::lock_guard lock(m_mutex);

@@ -189,6 +189,9 @@ public:
     /// Placed nodes that are away: lost (inside the grace) or paused by their governor.
     /// Rings skip their clusters (skipAway).
     std::set<std::string> away() const;
+    /// Nodes whose last report says they have done at least `steps` optimizer steps:
+    /// those that trained the run to its end.
+    std::set<std::string> reachedStep(int64_t steps) const;
     /// Online nodes whose reachability check is under way.
     size_t checkingCount() const;
     /// The latest report of every online node that sent one since the last call.

@@ -177,7 +177,7 @@ bool PlanState::isWorking() const
 
 PlanChange PlanState::apply(const std::vector<std::string> &leaves,
                             const std::vector<std::pair<std::string, swarm::Capacity>> &joins,
-                            const std::set<std::string> &keepClustersOf)
+                            const std::set<std::string> &keepClustersOf, const std::set<std::string> &finished)
 {
     PlanChange change;
     std::set<int> changed;
@@ -188,6 +188,17 @@ PlanChange PlanState::apply(const std::vector<std::string> &leaves,
         if (i >= m_ids.size())
             continue;
         if (m_hasPlan && m_clusterOf[i] >= 0) {
+            if (const auto done = finishedMatesOf(i, finished)) {
+                changed.insert(m_clusterOf[i]);
+                std::vector<size_t> out = *done;
+                out.push_back(i);
+                std::sort(out.rbegin(), out.rend()); // erase() renumbers those after it
+                for (size_t j : out) {
+                    moved.erase(m_ids[j]);
+                    erase(j);
+                }
+                continue;
+            }
             const auto before = m_clusterOf;
             auto r = swarm::planLeave(m_capacities, m_clusterOf, i, m_demand);
             m_clusterOf = std::move(r.clustering.clusterOf);
@@ -241,6 +252,22 @@ PlanChange PlanState::apply(const std::vector<std::string> &leaves,
     change.moved.assign(moved.begin(), moved.end());
     change.changedClusters.assign(changed.begin(), changed.end());
     return change;
+}
+
+std::optional<std::vector<size_t>> PlanState::finishedMatesOf(size_t leaver,
+                                                              const std::set<std::string> &finished) const
+{
+    if (finished.empty())
+        return std::nullopt;
+    std::vector<size_t> mates;
+    for (size_t j = 0; j < m_ids.size(); ++j) {
+        if (j == leaver || m_clusterOf[j] != m_clusterOf[leaver])
+            continue;
+        if (!finished.count(m_ids[j]))
+            return std::nullopt; // someone there still trains: re-planned as any leave
+        mates.push_back(j);
+    }
+    return mates;
 }
 
 // planJoin and planLeave judge clusters by the search's closed-form estimate; the

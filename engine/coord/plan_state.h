@@ -3,6 +3,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -81,9 +82,15 @@ public:
     /// left and joined is re-placed afresh. Unknown leaves are ignored. The clusters of
     /// the volunteers in `keepClustersOf` take no newcomer (a registration storm: those
     /// told their placement are not re-cut for it); leaves still re-cut them.
+    ///
+    /// `finished`: volunteers that have trained the run to its end. When one leaves and
+    /// every member left in its cluster is among them, nobody is moved: the cluster's
+    /// work is done, and its members, about to leave too, go out of the plan with it
+    /// (moving one into a cluster still training would re-cut that cluster, at its last
+    /// steps, around a node that is leaving). Their own leaves are then ignored.
     PlanChange apply(const std::vector<std::string> &leaves,
                      const std::vector<std::pair<std::string, swarm::Capacity>> &joins,
-                     const std::set<std::string> &keepClustersOf = {});
+                     const std::set<std::string> &keepClustersOf = {}, const std::set<std::string> &finished = {});
     /// A whole new plan over everyone (planSwarm). Throws rookery::Error when the
     /// volunteers cannot hold the model; the previous plan is then kept.
     PlanChange planAll();
@@ -128,6 +135,9 @@ private:
     size_t indexOf(const std::string &nodeId) const;
     bool hasPipeline(size_t index) const; ///< its cluster has a pipeline
     void erase(size_t index);
+    /// The other members of the leaver's cluster when every one of them is in
+    /// `finished` (none: an empty list); nullopt when one still trains.
+    std::optional<std::vector<size_t>> finishedMatesOf(size_t leaver, const std::set<std::string> &finished) const;
     void complete(const std::vector<int> &changed);
     void undoBreakingArrivals(const std::vector<std::string> &arrivals, const std::set<int> &working);
 

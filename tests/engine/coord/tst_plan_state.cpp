@@ -173,6 +173,19 @@ PlanState planned(const std::vector<std::pair<std::string, swarm::Capacity>> &v,
     return s;
 }
 
+// Four volunteers that each hold 6/10 of what the MLP needs: two clusters of two.
+PlanState fourInTwos()
+{
+    PlanState s(mlp(), {3, 20, 30});
+    const int64_t memory = s.demand().memoryBytes * 6 / 10;
+    s.apply({}, {{"a", {50, memory, 100e6}},
+                 {"b", {50, memory, 100e6}},
+                 {"c", {50, memory, 100e6}},
+                 {"d", {50, memory, 100e6}}});
+    s.planAll();
+    return s;
+}
+
 std::map<std::string, Placement> byId(const std::vector<Placement> &placements)
 {
     std::map<std::string, Placement> m;
@@ -353,13 +366,7 @@ private Q_SLOTS:
     // Regression: planLeave once formed a new cluster of the orphan and the leaver.
     void orphanJoinsAnotherClusterNotTheLeaver()
     {
-        PlanState s(mlp(), {3, 20, 30});
-        const int64_t memory = s.demand().memoryBytes * 6 / 10;
-        s.apply({}, {{"a", {50, memory, 100e6}},
-                     {"b", {50, memory, 100e6}},
-                     {"c", {50, memory, 100e6}},
-                     {"d", {50, memory, 100e6}}});
-        s.planAll();
+        PlanState s = fourInTwos();
         auto placed = byId(s.placements());
         QCOMPARE(placed.at("a").stages, 2);
         const std::string partner = placed.at("a").next.empty() ? placed.at("a").previous : placed.at("a").next;
@@ -370,6 +377,43 @@ private Q_SLOTS:
             QVERIFY2(p.training, (id + ": " + p.reason).c_str());
             QCOMPARE(p.stages, 3);
         }
+    }
+
+    // Regression (a flake in tst_swarm_trust): a cluster that trained to the end left
+    // one member at a time, and its last member was moved into the other cluster, which
+    // was re-cut at its own last step around a node that left a moment later. Now a
+    // leave whose cluster-mates have all finished moves nobody: the cluster goes out of
+    // the plan whole, and the other cluster keeps its seats. A mate that has not
+    // finished (here: only the leaver says it has) is re-placed as before.
+    void aFinishedClusterGoesWithoutMovingAnyone()
+    {
+        PlanState s = fourInTwos();
+        const auto before = byId(s.placements());
+        const std::string partner = before.at("a").next.empty() ? before.at("a").previous : before.at("a").next;
+        const std::set<std::string> finished{"a", partner};
+        const PlanChange change = s.apply({"a"}, {}, {}, finished);
+        QVERIFY(change.moved.empty());
+        QCOMPARE(change.changedClusters, std::vector<int>{before.at("a").cluster});
+        QCOMPARE(s.size(), size_t(2));
+        QVERIFY(!s.contains(partner));
+        const auto after = byId(s.placements());
+        QCOMPARE(after.size(), size_t(2));
+        for (const auto &[id, p] : after) {
+            QVERIFY2(p.training, (id + ": " + p.reason).c_str());
+            QVERIFY2(sameSeat(before.at(id), p), (id + " changed its seat").c_str());
+            QVERIFY(p.rings.empty() || (p.rings.front().members && p.rings.front().members->size() == 1));
+        }
+        // The partner's own goodbye, a moment later, is a leave the plan no longer knows.
+        const PlanChange late = s.apply({partner}, {}, {}, finished);
+        QVERIFY(late.moved.empty() && late.changedClusters.empty());
+        QCOMPARE(byId(s.placements()).size(), size_t(2));
+
+        // Only the leaver has finished: its partner still trains, and joins the others.
+        PlanState t = fourInTwos();
+        const PlanChange early = t.apply({"a"}, {}, {}, {"a"});
+        QCOMPARE(early.moved, std::vector<std::string>{partner});
+        for (const auto &[id, p] : byId(t.placements()))
+            QCOMPARE(p.stages, 3);
     }
 
     void joinMovesNobodyElse()
