@@ -12,13 +12,16 @@
 
 namespace rookery::bench {
 
-BenchOptions parseBenchOptions(int argc, char **argv, const std::string &name, const std::string &summary)
+BenchOptions parseBenchOptions(int argc, char **argv, const std::string &name, const std::string &summary,
+                               const std::function<void(CLI::App &)> &more)
 {
     BenchOptions o;
     CLI::App p(summary, name);
     cli::configure(p);
     p.add_flag("--quick", o.quick, "a short run (under a minute) for CI");
     p.add_option("--json", o.jsonPath, "write the figures as JSON to FILE")->type_name("FILE");
+    if (more)
+        more(p);
     try {
         if (cli::parse(p, argc, argv) != cli::Outcome::Run)
             std::exit(0);

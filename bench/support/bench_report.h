@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace rookery::bench {
 
@@ -14,7 +19,9 @@ struct BenchOptions
 };
 
 /// Parses the shared options plus any the benchmark adds; exits on --help or bad input.
-BenchOptions parseBenchOptions(int argc, char **argv, const std::string &name, const std::string &summary);
+/// `more` adds the benchmark's own options to the parser.
+BenchOptions parseBenchOptions(int argc, char **argv, const std::string &name, const std::string &summary,
+                               const std::function<void(CLI::App &)> &more = {});
 
 /// Collects a benchmark's figures and writes them as one flat JSON object. Call
 /// setResult() for the main figure: it records baseline, measured and ratio.

@@ -65,21 +65,25 @@ bool Optimizer::clipGradients()
     return true;
 }
 
-void Optimizer::step()
+void Optimizer::step(double rateScale)
 {
+    if (!(rateScale > 0 && rateScale <= 1))
+        throw Error("an optimizer step's rate scale must lie in (0, 1], got " + std::to_string(rateScale));
     torch::NoGradGuard noGrad;
     ++m_step;
+    m_lastRateScale = rateScale;
     if (!clipGradients())
         return;
+    const double lr = m_config.learningRate * rateScale;
     if (m_config.kind == OptimizerKind::Sgd)
-        stepSgd();
+        stepSgd(lr);
     else
-        stepAdamW();
+        stepAdamW(lr);
 }
 
-void Optimizer::stepSgd()
+void Optimizer::stepSgd(double lr)
 {
-    const double lr = m_config.learningRate, momentum = m_config.momentum, wd = m_config.weightDecay;
+    const double momentum = m_config.momentum, wd = m_config.weightDecay;
     for (auto &s : m_slots) {
         const torch::Tensor &grad = s.param.grad();
         if (!grad.defined())
@@ -95,9 +99,9 @@ void Optimizer::stepSgd()
     }
 }
 
-void Optimizer::stepAdamW()
+void Optimizer::stepAdamW(double lr)
 {
-    const double lr = m_config.learningRate, b1 = m_config.beta1, b2 = m_config.beta2;
+    const double b1 = m_config.beta1, b2 = m_config.beta2;
     const double bias1 = 1 - std::pow(b1, double(m_step));
     const double bias2Sqrt = std::sqrt(1 - std::pow(b2, double(m_step)));
     const double stepSize = lr / bias1;
@@ -119,7 +123,7 @@ void Optimizer::predictInto(std::vector<torch::Tensor> &into, double steps) cons
         throw Error("predictInto() needs " + std::to_string(m_slots.size()) + " tensors, got " +
                     std::to_string(into.size()));
     torch::NoGradGuard noGrad;
-    const double lr = m_config.learningRate;
+    const double lr = m_config.learningRate * m_lastRateScale; // what each step moves them by now
     const bool sgd = m_config.kind == OptimizerKind::Sgd;
     if (steps <= 0 || m_step == 0 || (sgd && m_config.momentum == 0)) {
         for (size_t i = 0; i < m_slots.size(); ++i)

@@ -27,7 +27,11 @@ public:
     /// not applied at all (the step still counts). Honest training stays well inside the
     /// bound; a poisoned gradient that got past the checks moves the weights at most a
     /// few ordinary steps' worth.
-    void step();
+    ///
+    /// `rateScale` (0, 1] scales the learning rate of this step alone (a pipeline stage
+    /// whose gradients are stale takes smaller steps); predictInto() extrapolates with
+    /// the rate of the last step.
+    void step(double rateScale = 1);
     static constexpr int64_t kClipWarmup = 16;
     static constexpr double kClipFactor = 10.0;
     /// Steps whose gradient was clipped, and steps skipped as non-finite, so far.
@@ -54,8 +58,8 @@ public:
     void restore(const std::vector<NamedTensor> &state);
 
 private:
-    void stepSgd();
-    void stepAdamW();
+    void stepSgd(double lr);
+    void stepAdamW(double lr);
     /// Clips the gradients as step() says; false when they are not to be applied.
     bool clipGradients();
 
@@ -69,7 +73,8 @@ private:
     std::vector<Slot> m_slots;
     OptimizerConfig m_config;
     int64_t m_step = 0;
-    double m_logNormScale = 0; // running mean of log gradient norms (clipped ones at the bound)
+    double m_lastRateScale = 1; // step()'s last rateScale, for predictInto()
+    double m_logNormScale = 0;  // running mean of log gradient norms (clipped ones at the bound)
     int64_t m_normsSeen = 0;
     int64_t m_clipped = 0, m_skipped = 0;
 };

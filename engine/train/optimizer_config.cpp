@@ -97,6 +97,8 @@ OptimizerConfig optimizerConfigFromJson(const std::string &text)
     return c;
 }
 
+double staleRateScale(int64_t staleness) { return staleness > 0 ? 1.0 / (1.0 + double(staleness)) : 1.0; }
+
 double stateCopies(const OptimizerConfig &config)
 {
     if (config.kind == OptimizerKind::AdamW)

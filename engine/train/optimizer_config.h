@@ -48,6 +48,14 @@ void validate(const OptimizerConfig &config);
 /// (two moments), SGD with momentum 1 (the velocity), plain SGD 0.
 double stateCopies(const OptimizerConfig &config);
 
+/// The scale of the learning rate for a gradient `staleness` optimizer steps old:
+/// 1 / (1 + staleness), staleness-aware asynchronous SGD (Zhang, Gupta, Lian, Liu 2016,
+/// "Staleness-aware Async-SGD", with one added so a fresh gradient keeps the whole
+/// rate). A pipeline root 4 steps stale then steps at a fifth of the rate; on the MLP
+/// that reached 85% in fewer steps than every constant scale tried (docs/benchmarks.md,
+/// bench_staleness). 1 for staleness 0 or less.
+double staleRateScale(int64_t staleness);
+
 /// JSON text for checkpoints; the inverse throws rookery::Error on malformed input.
 std::string toJson(const OptimizerConfig &config);
 OptimizerConfig optimizerConfigFromJson(const std::string &json);

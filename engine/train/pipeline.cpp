@@ -77,6 +77,7 @@ Pipeline::Pipeline(PipelineConfig config, std::shared_ptr<const data::ImageDatas
     base.mode = c.mode;
     base.maxInFlight = c.maxInFlight;
     base.predictWeights = c.predictWeights;
+    base.scaleRateByStaleness = c.scaleRateByStaleness;
     base.seed = c.seed;
     base.threads = c.threads;
     base.hook = c.hook;

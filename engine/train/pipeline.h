@@ -29,8 +29,9 @@ struct PipelineConfig
     int64_t microbatchSize = 64;
     int accumulation = 1; ///< each stage steps its optimizer after this many backwards
     PipelineMode mode = PipelineMode::Asynchronous;
-    int maxInFlight = 0;        ///< 0: stages + 1 (asynchronous), 1 (synchronous)
-    bool predictWeights = true; ///< see StageConfig
+    int maxInFlight = 0;              ///< 0: stages + 1 (asynchronous), 1 (synchronous)
+    bool predictWeights = true;       ///< see StageConfig
+    bool scaleRateByStaleness = true; ///< see StageConfig
     uint64_t seed = 1;
     device::ThreadConfig threads{1, 1}; ///< per stage thread
     StageHook hook;                     ///< tests: delays and failures

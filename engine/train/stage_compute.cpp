@@ -20,7 +20,8 @@ std::string shapeOf(const torch::Tensor &t)
 } // namespace
 
 StageCompute::StageCompute(const model::ModelSpec &spec, size_t first, size_t last, uint64_t seed,
-                           const OptimizerConfig &optimizer, int accumulation, bool predictWeights)
+                           const OptimizerConfig &optimizer, int accumulation, bool predictWeights,
+                           bool scaleRateByStaleness)
     : m_net(model::sliceOf(spec, first, last), first, seed)
     , m_optimizer(
           [&] {
@@ -32,6 +33,7 @@ StageCompute::StageCompute(const model::ModelSpec &spec, size_t first, size_t la
           optimizer)
     , m_accumulation(std::max(1, accumulation))
     , m_predict(predictWeights)
+    , m_scaleRate(scaleRateByStaleness)
 {
     const model::ModelSpec slice = model::sliceOf(spec, first, last);
     m_inputDims = slice.input.dims;
@@ -152,7 +154,7 @@ StageCompute::BackwardResult StageCompute::backward(int64_t id, const torch::Ten
         }
         accumulate(grads);
     }
-    countBackward();
+    countBackward(result.staleness);
     return result;
 }
 
@@ -180,7 +182,7 @@ StageCompute::LeafResult StageCompute::trainLeaf(const torch::Tensor &input, con
         grads.pop_back();
     }
     accumulate(grads);
-    countBackward();
+    countBackward(0);
     return result;
 }
 
@@ -206,8 +208,9 @@ void StageCompute::accumulate(const std::vector<torch::Tensor> &gradients)
     }
 }
 
-void StageCompute::countBackward()
+void StageCompute::countBackward(int64_t staleness)
 {
+    m_rateScaleSum += m_scaleRate ? staleRateScale(staleness) : 1.0;
     if (++m_accumulated >= m_accumulation)
         flush();
 }
@@ -216,8 +219,9 @@ bool StageCompute::flush()
 {
     if (m_accumulated == 0)
         return false;
-    m_optimizer.step();
+    m_optimizer.step(std::clamp(m_rateScaleSum / double(m_accumulated), 1e-6, 1.0));
     m_accumulated = 0;
+    m_rateScaleSum = 0;
     return true;
 }
 

@@ -23,11 +23,16 @@ namespace rookery::train {
 /// summed before each optimizer step.
 ///
 /// Thread safety: not thread-safe; the stage's thread owns it.
+///
+/// With `scaleRateByStaleness`, each step's learning rate is scaled by the mean
+/// staleRateScale() of the microbatches it applies (1 for a leaf, whose gradients are
+/// never stale).
 class StageCompute
 {
 public:
     StageCompute(const model::ModelSpec &model, size_t first, size_t last, uint64_t seed,
-                 const OptimizerConfig &optimizer, int accumulation, bool predictWeights);
+                 const OptimizerConfig &optimizer, int accumulation, bool predictWeights,
+                 bool scaleRateByStaleness = false);
 
     /// Forward of microbatch `id` with the current weights, keeping what its backward
     /// needs. `input` is [batch, ...] as this stage's first layer takes it.
@@ -111,7 +116,7 @@ private:
     std::shared_ptr<WeightSet> snapshotFor(int64_t horizon);
     torch::Tensor prepareInput(const torch::Tensor &input) const;
     void accumulate(const std::vector<torch::Tensor> &gradients);
-    void countBackward();
+    void countBackward(int64_t staleness);
 
     LayerStack m_net;
     std::vector<std::string> m_names;
@@ -124,6 +129,8 @@ private:
     int m_accumulation = 1;
     int m_accumulated = 0;
     bool m_predict = false;
+    bool m_scaleRate = false;
+    double m_rateScaleSum = 0; ///< staleRateScale() of the backwards accumulated since the last step
     std::map<int64_t, Record> m_records;
     std::shared_ptr<WeightSet> m_snapshot;
     std::vector<std::shared_ptr<WeightSet>> m_sets; ///< recycled once no record holds them

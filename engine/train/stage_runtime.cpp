@@ -103,7 +103,8 @@ struct StageRuntime::Impl
         , transport(t)
         , gate(g)
         , compute(config.model, config.firstLayer, config.lastLayer, config.seed, config.optimizer, config.accumulation,
-                  config.predictWeights && config.mode == PipelineMode::Asynchronous)
+                  config.predictWeights && config.mode == PipelineMode::Asynchronous,
+                  config.scaleRateByStaleness && config.mode == PipelineMode::Asynchronous)
         , dataset(std::move(train))
     {
         if (config.stage == 0) {

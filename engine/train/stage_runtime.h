@@ -75,7 +75,9 @@ struct StageConfig
     /// cap on microbatches in flight, which bounds staleness. 0: the window stays fixed.
     int maxWindow = 0;
     bool predictWeights = true; ///< asynchronous: forward on the weights the gradient will meet
-    uint64_t seed = 1;          ///< weights and data order, as the unsplit Trainer's
+    /// Asynchronous: each step's rate scaled by its gradients' staleness (staleRateScale).
+    bool scaleRateByStaleness = true;
+    uint64_t seed = 1; ///< weights and data order, as the unsplit Trainer's
     device::ThreadConfig threads{1, 1};
     StageHook hook;
     UpdateHook onUpdate;
