@@ -11,6 +11,10 @@
 // such seeds, and its ratio, is a lower bound (printed as such; key `..._seeds_reaching`).
 // Main figure: the pipeline with the default cap's window (5) and the
 // reference job's momentum (0.8), "first" over one process's with the same momentum.
+// The pipelines step at the rate scaled by their gradients' staleness (the default,
+// PipelineConfig::scaleRateByStaleness); rows ending in _constant_rate and
+// _no_prediction switch that or weight prediction off. --only KEYS runs some rows,
+// --seeds N sets the seeds.
 //
 // In one process the stages answer at once, so on their own they keep only one or two
 // microbatches in flight whatever the window allows; over a link with a round trip the
