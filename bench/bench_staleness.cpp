@@ -182,9 +182,12 @@ int main(int argc, char **argv)
             p.add_option("--only", only,
                          "run only these configurations (keys as printed, e.g. one_process_m08,pipeline_w5_m08)")
                 ->delimiter(',')
-                ->type_name("KEYS");
+                ->type_name("KEYS")
+                ->default_str(""); // every configuration
             p.add_option("--seeds", seedsWanted, "seeds 1..N per configuration (default 5; 1 with --quick)")
-                ->check(CLI::Range(1, 50));
+                ->type_name("N")
+                ->check(CLI::Range(1, 50))
+                ->default_str("");
         });
     try {
         bench::BenchReport report("bench_staleness", opts.quick);
