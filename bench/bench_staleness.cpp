@@ -35,9 +35,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "bench/support/bench_report.h"
+#include "engine/common/command_line.h"
 #include "engine/common/error.h"
 #include "engine/common/paths.h"
 #include "engine/data/image_dataset.h"
@@ -184,9 +183,8 @@ int main(int argc, char **argv)
                 ->delimiter(',')
                 ->type_name("KEYS")
                 ->default_str(""); // every configuration
-            p.add_option("--seeds", seedsWanted, "seeds 1..N per configuration (default 5; 1 with --quick)")
-                ->type_name("N")
-                ->check(CLI::Range(1, 50))
+            cli::addWholeNumber(p, "--seeds", seedsWanted, 1, 50, "N",
+                                "seeds 1..N per configuration (default 5; 1 with --quick)")
                 ->default_str("");
         });
     try {
