@@ -83,6 +83,7 @@ struct AssignedStage::Impl
     std::thread averagingThread;
     std::atomic<bool> averagingDone{false};
     std::vector<RingChange> averagingChanges; // the averaging thread's until averagingDone
+    int64_t averagingVersion = 0;             // the steps of the round in flight's snapshot
 
     // New ring members from the control thread (updateRings), taken by the stage thread
     // between rounds (takeRingChanges). Guards them and each ring's `ref`.
@@ -132,6 +133,7 @@ struct AssignedStage::Impl
     void startAveraging(int64_t round);
     void collectAveraging(bool wait); // adds a finished round's change; `wait`: for one in flight
     void applyChanges(const std::vector<RingChange> &changes);
+    void noteConsensus(const std::vector<RingChange> &changes, int64_t version);
     void takeRingChanges();
     void publishSnapshot(int64_t version)
     {
@@ -478,20 +480,43 @@ void AssignedStage::Impl::applyChanges(const std::vector<RingChange> &changes)
     }
 }
 
+// The weights a round agreed on are what the stage's tests measure until the next
+// (StageRuntime::setConsensus): the swarm's model, where each cluster's own drifts from
+// it for the interval's steps. Layers whose ring did not complete, or a stage in no ring
+// with another cluster, test their current weights.
+void AssignedStage::Impl::noteConsensus(const std::vector<RingChange> &changes, int64_t version)
+{
+    std::vector<NamedTensor> agreed;
+    for (const auto &c : changes)
+        agreed.insert(agreed.end(), c.after.begin(), c.after.end());
+    try {
+        runtime->setConsensus(agreed, version);
+    } catch (const Error &e) {
+        runtime->dropConsensus();
+        log::warning("swarm", std::string("tests take the current weights: ") + e.what());
+    }
+}
+
 void AssignedStage::Impl::averageRings(int64_t round)
 {
     collectAveraging(true);
+    const int64_t version = runtime->version();
     // Nothing trained since the snapshot: the average itself, exactly (adding the change
     // would round differently on each member).
-    for (const auto &c : averageRingsOf(runtime->parameters(), round))
+    const auto changes = averageRingsOf(runtime->parameters(), round);
+    for (const auto &c : changes)
         runtime->setParameters(c.after);
+    noteConsensus(changes, version);
 }
 
 void AssignedStage::Impl::startAveraging(int64_t round)
 {
-    if (std::all_of(rings.begin(), rings.end(), [](const StageRing &r) { return r.alone(); }))
+    if (std::all_of(rings.begin(), rings.end(), [](const StageRing &r) { return r.alone(); })) {
+        runtime->dropConsensus();
         return;
+    }
     averagingDone = false;
+    averagingVersion = runtime->version();
     averagingThread = std::thread([this, snapshot = runtime->parameters(), round]() mutable {
         try {
             averagingChanges = averageRingsOf(std::move(snapshot), round);
@@ -507,7 +532,9 @@ void AssignedStage::Impl::collectAveraging(bool wait)
     if (!averagingThread.joinable() || (!wait && !averagingDone))
         return;
     averagingThread.join();
-    applyChanges(std::exchange(averagingChanges, {}));
+    const auto changes = std::exchange(averagingChanges, {});
+    applyChanges(changes);
+    noteConsensus(changes, averagingVersion);
 }
 
 void AssignedStage::Impl::takeRingChanges()

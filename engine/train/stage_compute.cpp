@@ -235,8 +235,35 @@ void StageCompute::keepForTest()
 {
     torch::NoGradGuard noGrad;
     m_kept.clear(); // never two copies at once
-    for (const auto &p : m_live)
-        m_kept.push_back(p.detach().clone());
+    for (size_t i = 0; i < m_live.size(); ++i)
+        // setConsensus() replaces its tensors rather than writing into them: sharing is safe.
+        m_kept.push_back(i < m_consensus.size() && m_consensus[i].defined() ? m_consensus[i]
+                                                                            : m_live[i].detach().clone());
+}
+
+void StageCompute::setConsensus(const std::vector<NamedTensor> &weights, int64_t version)
+{
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> fresh(m_live.size());
+    for (const auto &w : weights) {
+        const auto it = std::find(m_names.begin(), m_names.end(), w.name);
+        if (it == m_names.end())
+            throw Error("this stage holds no parameter '" + w.name + "'");
+        const size_t index = size_t(it - m_names.begin());
+        torch::Tensor t = torch::empty_like(m_live[index]);
+        copyInto(t, w); // checks dtype and shape first
+        fresh[index] = std::move(t);
+    }
+    m_consensus = std::move(fresh);
+    m_consensusVersion = weights.empty() ? -1 : version;
+    if (weights.empty())
+        m_consensus.clear();
+}
+
+void StageCompute::dropConsensus()
+{
+    m_consensus.clear();
+    m_consensusVersion = -1;
 }
 
 torch::Tensor StageCompute::inferKept(const torch::Tensor &input)

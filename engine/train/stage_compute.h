@@ -62,14 +62,29 @@ public:
     torch::Tensor infer(const torch::Tensor &input);
 
     /// A test that spans many steps of training measures the model of one moment: keeps
-    /// a copy of the current weights (replacing any kept before) for inferKept(), until
-    /// releaseKept(). One more copy of the stage's parameters while a test runs.
+    /// the weights of now (replacing any kept before) for inferKept(), until
+    /// releaseKept(): the consensus where one is held (shared, not copied), a copy of the
+    /// current weights for the other parameters. One more copy of the stage's parameters
+    /// while a test runs, at most.
     void keepForTest();
     bool keepsForTest() const { return !m_kept.empty(); }
     /// Forward without gradients with the weights keepForTest() copied (the current ones
     /// when none are kept).
     torch::Tensor inferKept(const torch::Tensor &input);
     void releaseKept() { m_kept.clear(); }
+
+    /// The weights this stage agreed on with its ring partners in their last averaging
+    /// round, after `version` steps: in a swarm of several clusters that average, the
+    /// swarm's model, which its tests measure rather than one cluster's drift since
+    /// (keepForTest()). Replaces any consensus held before; parameters not named (in no
+    /// round that completed) have none, and tests take their current weights. One more
+    /// copy of those parameters, for as long as it is held. Throws rookery::Error for a
+    /// name or shape this stage does not hold, and keeps nothing then.
+    void setConsensus(const std::vector<NamedTensor> &weights, int64_t version);
+    void dropConsensus();
+    bool holdsConsensus() const { return m_consensusVersion >= 0; }
+    /// The version setConsensus() was given; -1 when none is held.
+    int64_t consensusVersion() const { return m_consensusVersion; }
 
     int64_t version() const { return m_optimizer.stepCount(); }
     size_t inFlight() const { return m_records.size(); }
@@ -135,6 +150,8 @@ private:
     std::shared_ptr<WeightSet> m_snapshot;
     std::vector<std::shared_ptr<WeightSet>> m_sets; ///< recycled once no record holds them
     std::vector<torch::Tensor> m_kept;              ///< keepForTest()'s copy
+    std::vector<torch::Tensor> m_consensus;         ///< by parameter; undefined: none (setConsensus())
+    int64_t m_consensusVersion = -1;
 };
 
 } // namespace rookery::train

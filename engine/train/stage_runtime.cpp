@@ -265,15 +265,18 @@ bool StageRuntime::Impl::startTest(bool final)
     test = Test{};
     test.active = true;
     test.final = final;
-    test.version = compute.version();
     // Beside training, every stage tests with the weights of the moment the test
-    // reaches it (ForwardMessage::testId), the root with those of now. The final test
-    // comes after the last step: the current weights (and not an abandoned test's).
+    // reaches it (ForwardMessage::testId), the root with those of now: where the swarm
+    // averages, the consensus of the last round (setConsensus), and the test is of the
+    // version that round came after. The final test comes after the last step (and the
+    // last round): the current weights, and not an abandoned test's.
+    const bool consensus = !final && compute.holdsConsensus();
+    test.version = consensus ? compute.consensusVersion() : compute.version();
     compute.releaseKept();
-    if (!final && config.stages > 1) {
+    if (!final && config.stages > 1)
         test.id = ++testsStarted;
+    if (!final && (config.stages > 1 || consensus))
         compute.keepForTest();
-    }
     test.end = config.test->count;
     testSource = std::make_unique<BatchSource>(config.test);
     return true;
@@ -333,7 +336,7 @@ bool StageRuntime::Impl::testLocally()
         const bool ok = step(id, false, [&] {
             const int64_t n = std::min(config.evaluationBatch, test.end - test.next);
             Batch batch = testSource->slice(test.next, n);
-            addTally(test.tally, tallyOf(compute.infer(batch.images), batch.labels));
+            addTally(test.tally, tallyOf(compute.inferKept(batch.images), batch.labels));
             test.next += n;
         });
         if (!ok) {
@@ -670,6 +673,13 @@ TensorBuffer StageRuntime::infer(const TensorBuffer &input) { return toBuffer(d-
 std::vector<NamedTensor> StageRuntime::parameters() const { return d->compute.parameters(); }
 
 void StageRuntime::setParameters(const std::vector<NamedTensor> &parameters) { d->compute.setParameters(parameters); }
+
+void StageRuntime::setConsensus(const std::vector<NamedTensor> &weights, int64_t version)
+{
+    d->compute.setConsensus(weights, version);
+}
+
+void StageRuntime::dropConsensus() { d->compute.dropConsensus(); }
 
 TrainingState StageRuntime::state() const
 {

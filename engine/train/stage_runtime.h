@@ -41,7 +41,7 @@ using UpdateHook = std::function<void(int64_t version)>;
 /// StageConfig::finalEvaluation).
 struct EvaluationResult
 {
-    int64_t version = 0; ///< the root's optimizer steps when it began
+    int64_t version = 0; ///< the root's optimizer steps when it began (of its consensus, where it held one)
     bool final = false;  ///< the test after the last step (and the stages' onFinishing)
     EvaluationTally tally;
     /// Why it did not complete ("" when it did): the pipeline stopped, or the leaf's
@@ -173,6 +173,13 @@ public:
     /// Overwrites some or all parameters by name; see StageCompute::setParameters().
     /// Between runs, or on the stage's thread from the update hook.
     void setParameters(const std::vector<NamedTensor> &parameters);
+    /// The weights its ring partners and this stage agreed on in their last averaging
+    /// round, after `version` steps: periodic tests from now on measure these (the
+    /// swarm's model) where given, not the current ones; see StageCompute::setConsensus().
+    /// dropConsensus() goes back to the current weights (a stage alone, say). On the
+    /// stage's thread from the update hook, or between runs.
+    void setConsensus(const std::vector<NamedTensor> &weights, int64_t version);
+    void dropConsensus();
     /// This stage's training state for a checkpoint: its parameters and optimizer state,
     /// the optimizer steps, and at the root the data cursor. `model` is the whole model;
     /// `batchSize` is the microbatch size. Between runs or from the update hook.

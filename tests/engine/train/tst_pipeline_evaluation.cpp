@@ -91,7 +91,35 @@ struct Outcome
     /// Every stage's parameters when the test beside training reached it (the root's
     /// when it began), in stage order.
     std::vector<std::vector<NamedTensor>> atTest;
+    std::vector<std::vector<NamedTensor>> consensus; // what each stage was given, in stage order
 };
+
+bool everyStageHas(const std::vector<std::vector<NamedTensor>> &byStage)
+{
+    return std::none_of(byStage.begin(), byStage.end(), [](const auto &stage) { return stage.empty(); });
+}
+
+// The stages' parameters in one list: the whole model's.
+std::vector<NamedTensor> joined(const std::vector<std::vector<NamedTensor>> &byStage)
+{
+    std::vector<NamedTensor> all;
+    for (const auto &stage : byStage)
+        all.insert(all.end(), stage.begin(), stage.end());
+    return all;
+}
+
+// Every float32 value halved: weights no stage trained to, easy to tell apart.
+std::vector<NamedTensor> halved(std::vector<NamedTensor> p)
+{
+    for (auto &t : p)
+        for (size_t i = 0; i + 4 <= t.data.size(); i += 4) {
+            float v;
+            std::memcpy(&v, t.data.data() + i, 4);
+            v *= 0.5f;
+            std::memcpy(t.data.data() + i, &v, 4);
+        }
+    return p;
+}
 
 struct Options
 {
@@ -100,6 +128,8 @@ struct Options
     bool miscountingLeaf = false;         // the leaf's tallies count one sample too many
     bool leafAbortsWhenFinishing = false; // the leaf's onFinishing stops the pipeline
     int64_t evaluationBatch = 300;        // the test set is 1,000: the last batch is short
+    int64_t consensusAtStep = 0;          // every stage is given a consensus (its weights halved) at this step
+    int64_t dropConsensusAtStep = 0;      // and drops it at this one
 };
 
 } // namespace
@@ -118,6 +148,7 @@ class TestPipelineEvaluation : public QObject
         MiscountingTransport miscounting(transport.endpoint(stages - 1));
         Outcome out;
         out.atTest.resize(size_t(stages));
+        out.consensus.resize(size_t(stages));
         std::mutex mutex;
         std::vector<std::unique_ptr<train::StageRuntime>> runtimes;
         runtimes.resize(size_t(stages));
@@ -140,15 +171,7 @@ class TestPipelineEvaluation : public QObject
                 out.events.push_back("finishing " + std::to_string(s));
                 if (s == stages - 1) {
                     // What a last averaging round would do: change the weights the final test must see.
-                    auto p = runtimes[size_t(s)]->parameters();
-                    for (auto &t : p)
-                        for (size_t i = 0; i < t.data.size(); i += 4) {
-                            float v;
-                            std::memcpy(&v, t.data.data() + i, 4);
-                            v *= 0.5f;
-                            std::memcpy(t.data.data() + i, &v, 4);
-                        }
-                    runtimes[size_t(s)]->setParameters(p);
+                    runtimes[size_t(s)]->setParameters(halved(runtimes[size_t(s)]->parameters()));
                     if (o.leafAbortsWhenFinishing)
                         transport.abort({train::StopKind::Cancelled, s, "the leaf went away"});
                 }
@@ -161,13 +184,22 @@ class TestPipelineEvaluation : public QObject
                     if (r.final)
                         out.events.push_back("final test");
                 };
-                c.onUpdate = [&](int64_t version) {
-                    if (version == o.testAtStep) {
-                        out.atTest[0] = runtimes[0]->parameters(); // the test begins before the next step
-                        runtimes[0]->requestEvaluation();
-                    }
-                };
             }
+            c.onUpdate = [&, s](int64_t version) {
+                auto &runtime = *runtimes[size_t(s)];
+                if (version == o.consensusAtStep) { // what an averaging round agreed on
+                    auto agreed = halved(runtime.parameters());
+                    runtime.setConsensus(agreed, version);
+                    std::lock_guard lock(mutex);
+                    out.consensus[size_t(s)] = std::move(agreed);
+                }
+                if (version == o.dropConsensusAtStep)
+                    runtime.dropConsensus();
+                if (s == 0 && version == o.testAtStep) {
+                    out.atTest[0] = runtime.parameters(); // the test begins before the next step
+                    runtime.requestEvaluation();
+                }
+            };
             train::StageTransport &link = s == stages - 1 && o.miscountingLeaf ? miscounting
                                           : s > 0                              ? *watching[size_t(s)]
                                                                                : transport.endpoint(s);
@@ -265,11 +297,8 @@ private Q_SLOTS:
         QVERIFY2(beside.failure.empty(), beside.failure.c_str());
         QCOMPARE(beside.version, int64_t(10));
         QCOMPARE(beside.tally.samples, m_test->count);
-        std::vector<NamedTensor> atTest;
-        for (const auto &stage : out.atTest) {
-            QVERIFY(!stage.empty()); // every stage saw the test
-            atTest.insert(atTest.end(), stage.begin(), stage.end());
-        }
+        QVERIFY(everyStageHas(out.atTest)); // every stage saw the test
+        const auto atTest = joined(out.atTest);
         const auto then = train::evaluateParameters(model::mlpSpec(), atTest, *m_test, 1000);
         const auto after = train::evaluateParameters(model::mlpSpec(), out.parameters, *m_test, 1000);
         qInfo("beside training: %.2f%%, loss %.5f; the model when the test reached each stage: %.2f%%, loss %.5f; "
@@ -279,6 +308,61 @@ private Q_SLOTS:
         QVERIFY(std::abs(beside.accuracy() - then.accuracy) <= 2.0 / double(m_test->count));
         QVERIFY(std::abs(beside.loss() - then.loss) <= 1e-4 * std::max(1.0, then.loss));
         compareWithGathered(out); // and the final test is the end's model, not the kept one
+    }
+
+    // Where clusters average, each drifts from what they agreed for the interval's steps;
+    // the swarm's model is the agreement, and tests beside training measure that: the
+    // weights of the last round at every stage, reported at the round's step. Once a
+    // stage drops it (alone in its rings), tests take its current weights again.
+    void aTestBesideTrainingMeasuresTheConsensus_data()
+    {
+        QTest::addColumn<std::vector<size_t>>("bounds");
+        QTest::newRow("one stage") << std::vector<size_t>{0, 6};
+        QTest::newRow("three stages") << std::vector<size_t>{0, 2, 4, 6};
+    }
+    void aTestBesideTrainingMeasuresTheConsensus()
+    {
+        QFETCH(std::vector<size_t>, bounds);
+        Options o;
+        o.microbatches = 80; // as many as the test of one moment takes to finish beside them
+        o.consensusAtStep = 8;
+        o.testAtStep = 10;
+        o.evaluationBatch = 50; // 20 batches, training in between
+        const Outcome out = run(bounds, o);
+        QCOMPARE(out.evaluations.size(), size_t(2));
+        const auto &beside = out.evaluations.front();
+        QVERIFY2(beside.failure.empty(), beside.failure.c_str());
+        QCOMPARE(beside.version, int64_t(8));
+        QCOMPARE(beside.tally.samples, m_test->count);
+        QVERIFY(everyStageHas(out.consensus)); // every stage was given one before the test reached it
+        QVERIFY(everyStageHas(out.atTest));
+        const auto expected = train::evaluateParameters(model::mlpSpec(), joined(out.consensus), *m_test, 1000);
+        // What each stage held when the test reached it.
+        const auto current = train::evaluateParameters(model::mlpSpec(), joined(out.atTest), *m_test, 1000);
+        qInfo("beside training: %.2f%%, loss %.5f; the consensus: %.2f%%, loss %.5f; the current weights: loss %.5f",
+              beside.accuracy() * 100, beside.loss(), expected.accuracy * 100, expected.loss, current.loss);
+        QVERIFY(std::abs(current.loss - expected.loss) > 1e-3); // the two models differ
+        QVERIFY(std::abs(beside.accuracy() - expected.accuracy) <= 2.0 / double(m_test->count));
+        QVERIFY(std::abs(beside.loss() - expected.loss) <= 1e-4 * std::max(1.0, expected.loss));
+        compareWithGathered(out); // the final test is the end's model
+    }
+
+    void aDroppedConsensusLeavesTestsToTheCurrentWeights()
+    {
+        Options o;
+        o.microbatches = 60;
+        o.consensusAtStep = 6;
+        o.dropConsensusAtStep = 8;
+        o.testAtStep = 10;
+        const Outcome out = run({0, 6}, o);
+        QCOMPARE(out.evaluations.size(), size_t(2));
+        const auto &beside = out.evaluations.front();
+        QVERIFY2(beside.failure.empty(), beside.failure.c_str());
+        QCOMPARE(beside.version, int64_t(10));
+        const auto now = train::evaluateParameters(model::mlpSpec(), out.atTest[0], *m_test, 1000);
+        const auto agreed = train::evaluateParameters(model::mlpSpec(), out.consensus[0], *m_test, 1000);
+        QVERIFY(std::abs(now.loss - agreed.loss) > 1e-3); // the two models differ
+        QVERIFY(std::abs(beside.loss() - now.loss) <= 1e-4 * std::max(1.0, now.loss));
     }
 
     void aTallyThatDoesNotFitTheBatchIsRefused()
