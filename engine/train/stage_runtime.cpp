@@ -254,13 +254,18 @@ struct StageRuntime::Impl
     Test test;
     std::unique_ptr<BatchSource> testSource; // while a test runs
     int64_t nextTestBatch = kFirstTestBatch;
-    int64_t testsStarted = 0; // root: numbers its periodic tests
-    int64_t keptTest = 0;     // follower: the test whose weights compute keeps (0: none)
+    int64_t testsStarted = 0;     // root: numbers its periodic tests
+    int64_t keptTest = 0;         // follower: the test whose weights compute keeps (0: none)
+    int64_t testedConsensus = -1; // root: the consensus version its last periodic test measured
 };
 
 bool StageRuntime::Impl::startTest(bool final)
 {
     if (!config.test || config.test->count < 1)
+        return false;
+    // The consensus changes once a round: a second test of the same one would print the
+    // same figures and cost the link the test set again.
+    if (!final && compute.holdsConsensus() && compute.consensusVersion() == testedConsensus)
         return false;
     test = Test{};
     test.active = true;
@@ -272,6 +277,8 @@ bool StageRuntime::Impl::startTest(bool final)
     // last round): the current weights, and not an abandoned test's.
     const bool consensus = !final && compute.holdsConsensus();
     test.version = consensus ? compute.consensusVersion() : compute.version();
+    if (consensus)
+        testedConsensus = test.version;
     compute.releaseKept();
     if (!final && config.stages > 1)
         test.id = ++testsStarted;

@@ -163,7 +163,9 @@ public:
     StageRunResult run(int64_t microbatches);
 
     /// Root: test the pipeline's model at the next chance, once no test is going (from
-    /// the update hook, say). Results come to StageConfig::onEvaluated. Any thread.
+    /// the update hook, say). Results come to StageConfig::onEvaluated. A request that
+    /// would test the consensus the last test measured (setConsensus) is dropped. Any
+    /// thread.
     void requestEvaluation();
 
     /// This stage's layers without gradients, current weights: [batch, ...] in and out.

@@ -130,6 +130,7 @@ struct Options
     int64_t evaluationBatch = 300;        // the test set is 1,000: the last batch is short
     int64_t consensusAtStep = 0;          // every stage is given a consensus (its weights halved) at this step
     int64_t dropConsensusAtStep = 0;      // and drops it at this one
+    int64_t testAgainAtStep = 0;          // the root asks for another test at this step
 };
 
 } // namespace
@@ -199,6 +200,8 @@ class TestPipelineEvaluation : public QObject
                     out.atTest[0] = runtime.parameters(); // the test begins before the next step
                     runtime.requestEvaluation();
                 }
+                if (s == 0 && version == o.testAgainAtStep)
+                    runtime.requestEvaluation();
             };
             train::StageTransport &link = s == stages - 1 && o.miscountingLeaf ? miscounting
                                           : s > 0                              ? *watching[size_t(s)]
@@ -345,6 +348,26 @@ private Q_SLOTS:
         QVERIFY(std::abs(beside.accuracy() - expected.accuracy) <= 2.0 / double(m_test->count));
         QVERIFY(std::abs(beside.loss() - expected.loss) <= 1e-4 * std::max(1.0, expected.loss));
         compareWithGathered(out); // the final test is the end's model
+    }
+
+    // Between rounds the consensus does not change: a second request tests nothing new.
+    void aSecondTestOfTheSameConsensusIsDropped()
+    {
+        Options o;
+        o.microbatches = 60;
+        o.consensusAtStep = 8;
+        o.testAtStep = 10;
+        o.testAgainAtStep = 30; // long after the first test ended (a single stage tests at once)
+        const Outcome out = run({0, 6}, o);
+        QCOMPARE(out.evaluations.size(), size_t(2)); // the first test and the final one
+        QCOMPARE(out.evaluations.front().version, int64_t(8));
+        QVERIFY(out.evaluations.back().final);
+        // Without a consensus each request is a test of its own moment.
+        o.consensusAtStep = 0;
+        const Outcome plain = run({0, 6}, o);
+        QCOMPARE(plain.evaluations.size(), size_t(3));
+        QCOMPARE(plain.evaluations[0].version, int64_t(10));
+        QCOMPARE(plain.evaluations[1].version, int64_t(30));
     }
 
     void aDroppedConsensusLeavesTestsToTheCurrentWeights()
