@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <set>
@@ -133,7 +134,7 @@ struct AssignedStage::Impl
     void startAveraging(int64_t round);
     void collectAveraging(bool wait); // adds a finished round's change; `wait`: for one in flight
     void applyChanges(const std::vector<RingChange> &changes);
-    void noteConsensus(const std::vector<RingChange> &changes, int64_t version);
+    void noteConsensus(std::vector<RingChange> changes, int64_t version);
     void takeRingChanges();
     void publishSnapshot(int64_t version)
     {
@@ -484,11 +485,11 @@ void AssignedStage::Impl::applyChanges(const std::vector<RingChange> &changes)
 // (StageRuntime::setConsensus): the swarm's model, where each cluster's own drifts from
 // it for the interval's steps. Layers whose ring did not complete, or a stage in no ring
 // with another cluster, test their current weights.
-void AssignedStage::Impl::noteConsensus(const std::vector<RingChange> &changes, int64_t version)
+void AssignedStage::Impl::noteConsensus(std::vector<RingChange> changes, int64_t version)
 {
     std::vector<NamedTensor> agreed;
-    for (const auto &c : changes)
-        agreed.insert(agreed.end(), c.after.begin(), c.after.end());
+    for (auto &c : changes)
+        std::move(c.after.begin(), c.after.end(), std::back_inserter(agreed));
     try {
         runtime->setConsensus(agreed, version);
     } catch (const Error &e) {
@@ -503,10 +504,10 @@ void AssignedStage::Impl::averageRings(int64_t round)
     const int64_t version = runtime->version();
     // Nothing trained since the snapshot: the average itself, exactly (adding the change
     // would round differently on each member).
-    const auto changes = averageRingsOf(runtime->parameters(), round);
+    auto changes = averageRingsOf(runtime->parameters(), round);
     for (const auto &c : changes)
         runtime->setParameters(c.after);
-    noteConsensus(changes, version);
+    noteConsensus(std::move(changes), version);
 }
 
 void AssignedStage::Impl::startAveraging(int64_t round)
@@ -532,9 +533,9 @@ void AssignedStage::Impl::collectAveraging(bool wait)
     if (!averagingThread.joinable() || (!wait && !averagingDone))
         return;
     averagingThread.join();
-    const auto changes = std::exchange(averagingChanges, {});
+    auto changes = std::exchange(averagingChanges, {});
     applyChanges(changes);
-    noteConsensus(changes, averagingVersion);
+    noteConsensus(std::move(changes), averagingVersion);
 }
 
 void AssignedStage::Impl::takeRingChanges()

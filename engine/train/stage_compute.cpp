@@ -243,21 +243,18 @@ void StageCompute::keepForTest()
 
 void StageCompute::setConsensus(const std::vector<NamedTensor> &weights, int64_t version)
 {
+    if (weights.empty())
+        return dropConsensus();
     torch::NoGradGuard noGrad;
     std::vector<torch::Tensor> fresh(m_live.size());
     for (const auto &w : weights) {
-        const auto it = std::find(m_names.begin(), m_names.end(), w.name);
-        if (it == m_names.end())
-            throw Error("this stage holds no parameter '" + w.name + "'");
-        const size_t index = size_t(it - m_names.begin());
+        const size_t index = indexOf(w.name);
         torch::Tensor t = torch::empty_like(m_live[index]);
         copyInto(t, w); // checks dtype and shape first
         fresh[index] = std::move(t);
     }
     m_consensus = std::move(fresh);
-    m_consensusVersion = weights.empty() ? -1 : version;
-    if (weights.empty())
-        m_consensus.clear();
+    m_consensusVersion = version;
 }
 
 void StageCompute::dropConsensus()
@@ -276,16 +273,21 @@ void StageCompute::setParameters(const std::vector<NamedTensor> &parameters)
 {
     std::vector<std::pair<size_t, const NamedTensor *>> targets;
     for (const auto &p : parameters) {
-        const auto it = std::find(m_names.begin(), m_names.end(), p.name);
-        if (it == m_names.end())
-            throw Error("this stage holds no parameter '" + p.name + "'");
-        const size_t index = size_t(it - m_names.begin());
+        const size_t index = indexOf(p.name);
         checkCompatible(m_live[index], p);
         targets.emplace_back(index, &p);
     }
     for (auto &[index, p] : targets)
         copyInto(m_live[index], *p);
     m_snapshot.reset(); // a cached forward snapshot of the old values must not be reused
+}
+
+size_t StageCompute::indexOf(const std::string &name) const
+{
+    const auto it = std::find(m_names.begin(), m_names.end(), name);
+    if (it == m_names.end())
+        throw Error("this stage holds no parameter '" + name + "'");
+    return size_t(it - m_names.begin());
 }
 
 void StageCompute::dropInFlight()

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/common/named_tensor.h"
@@ -130,6 +131,9 @@ private:
     torch::Tensor run(torch::Tensor x, const std::vector<torch::Tensor> &weights, bool training) const;
     std::shared_ptr<WeightSet> snapshotFor(int64_t horizon);
     torch::Tensor prepareInput(const torch::Tensor &input) const;
+    /// The index of parameter `name` in m_names/m_live; throws rookery::Error for one
+    /// this stage does not hold.
+    size_t indexOf(const std::string &name) const;
     void accumulate(const std::vector<torch::Tensor> &gradients);
     void countBackward(int64_t staleness);
 
