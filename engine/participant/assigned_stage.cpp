@@ -628,8 +628,11 @@ void AssignedStage::Impl::evaluated(const train::EvaluationResult &r)
         progress.testAccuracy = r.accuracy();
     }
     char text[200];
-    std::snprintf(text, sizeof text, "%s cluster %d at step %lld: test accuracy %.2f%%, test loss %.4f",
-                  r.final ? "done:" : "evaluated", a().cluster + 1, (long long)r.version, r.accuracy() * 100, r.loss());
+    // "the swarm's model": the consensus every cluster held after that step's round, so a
+    // reader may take any cluster's figure for the swarm's (bench_wan does).
+    std::snprintf(text, sizeof text, "%s cluster %d at step %lld: test accuracy %.2f%%, test loss %.4f%s",
+                  r.final ? "done:" : "evaluated", a().cluster + 1, (long long)r.version, r.accuracy() * 100, r.loss(),
+                  r.consensus ? " (the swarm's model)" : "");
     say(text);
 }
 

@@ -28,6 +28,10 @@ double secondsSince(Clock::time_point start) { return std::chrono::duration<doub
 
 // Test batches are numbered apart from the training microbatches of a run.
 constexpr int64_t kFirstTestBatch = int64_t(1) << 38;
+// Test batches the root keeps in flight. One at a time, each batch waited out a round
+// trip and the training queued ahead of it: over 50 Mbit/s links at 50 ms a test of the
+// MLP took 200-300 steps of training, so a swarm tested one round in two or three.
+constexpr size_t kTestBatchesInFlight = 3;
 
 // The leaf's answer to a test batch.
 EvaluationTally tallyOf(const torch::Tensor &logits, const torch::Tensor &labels)
@@ -218,6 +222,7 @@ struct StageRuntime::Impl
     {
         bool active = false;
         bool final = false;
+        bool consensus = false;
         int64_t id = 0; // numbered from 1 while the root lives; 0 for the final test (training is over)
         int64_t version = 0;
         int64_t next = 0, end = 0;                          // samples of the test set
@@ -277,6 +282,7 @@ bool StageRuntime::Impl::startTest(bool final)
     // last round): the current weights, and not an abandoned test's.
     const bool consensus = !final && compute.holdsConsensus();
     test.version = consensus ? compute.consensusVersion() : compute.version();
+    test.consensus = consensus;
     if (consensus)
         testedConsensus = test.version;
     compute.releaseKept();
@@ -327,7 +333,7 @@ void StageRuntime::Impl::takeTally(const BackwardMessage &b)
 
 void StageRuntime::Impl::endTest(std::string failure, bool refused)
 {
-    EvaluationResult r{test.version, test.final, test.tally, std::move(failure), refused};
+    EvaluationResult r{test.version, test.final, test.tally, std::move(failure), refused, test.consensus};
     test.active = false;
     test.unanswered.clear();
     testSource.reset();
@@ -356,14 +362,14 @@ bool StageRuntime::Impl::testLocally()
 }
 
 // After the last step and the root's onFinishing: the whole test set down the pipeline,
-// two batches in flight, the other stages having finished first (they serve it after
+// kTestBatchesInFlight at once, the other stages having finished first (they serve it after
 // their own onFinishing).
 void StageRuntime::Impl::runFinalTest()
 {
     if (!startTest(true))
         return;
     while (test.active) {
-        if (test.unanswered.size() < 2 && test.next < test.end) {
+        if (test.unanswered.size() < kTestBatchesInFlight && test.next < test.end) {
             ForwardMessage f;
             if (!forwardTestBatch(f))
                 return endTest("the work gate closed");
@@ -513,8 +519,8 @@ StopMessage StageRuntime::Impl::runRoot(int64_t microbatches)
         afterUpdates();
         if (!test.active && testRequested.exchange(false))
             startTest(false);
-        // One test batch at a time beside training, beyond the window.
-        const bool testBatch = test.active && test.unanswered.empty() && test.next < test.end;
+        // Test batches beside training, beyond the window.
+        const bool testBatch = test.active && test.unanswered.size() < kTestBatchesInFlight && test.next < test.end;
         std::optional<StageMessage> m;
         if ((int64_t(compute.inFlight()) < window && next < microbatches) || testBatch) {
             m = transport.poll(); // backward work first, if any is waiting

@@ -48,6 +48,9 @@ struct EvaluationResult
     /// answer did not fit the batch. `tally` then holds what came back.
     std::string failure;
     bool refused = false; ///< the failure is an answer that did not fit its batch
+    /// It measured the consensus of the last averaging round (setConsensus): the model
+    /// every cluster of the swarm held after that round, not this cluster's own drift.
+    bool consensus = false;
 
     double accuracy() const { return tally.samples > 0 ? double(tally.correct) / double(tally.samples) : 0; }
     double loss() const { return tally.samples > 0 ? tally.lossSum / double(tally.samples) : 0; }
@@ -84,8 +87,8 @@ struct StageConfig
     data::Shard shard; ///< the root reads this shard of the data (a swarm cluster's own)
 
     /// Testing through the pipeline: the root sends its test set down in batches of
-    /// `evaluationBatch` samples, forward only, one batch at a time beside training; each
-    /// stage uses its own current weights, and the leaf answers with a tally. No stage
+    /// `evaluationBatch` samples, forward only, a few batches in flight beside training;
+    /// each stage uses its own current weights (or its consensus), and the leaf answers with a tally. No stage
     /// ever holds another's weights. The root's test set (null: it cannot test).
     std::shared_ptr<const data::ImageDataset> test;
     int64_t evaluationBatch = 256;

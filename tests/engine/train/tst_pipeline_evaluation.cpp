@@ -2,11 +2,12 @@
 // The root tests the pipeline's model by sending its test set through the stages
 // (StageConfig::test): the result is the whole model's, as if its weights had been
 // gathered in one place; the final test sees what every stage's onFinishing did; a
-// test beside training does not disturb it; a leaf whose tally does not fit the batch
+// test beside training does not disturb it and keeps three batches in flight; a leaf whose tally does not fit the batch
 // is refused; a stop during the final test still ends the run Finished.
 #include <QtTest>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -24,62 +25,123 @@ using namespace rookery;
 
 namespace {
 
-// A follower's link that calls `seen` on the stage's thread when the first batch of a
-// numbered test reaches it, before the stage runs it.
-class TestWatchingTransport final : public train::StageTransport
+// A stage's link that passes everything through, with a look at each message on its
+// way: what the links below change or count.
+class LookingTransport : public train::StageTransport
 {
 public:
-    TestWatchingTransport(train::StageTransport &inner, std::function<void()> seen)
+    explicit LookingTransport(train::StageTransport &inner)
         : m_inner(inner)
-        , m_seen(std::move(seen))
     { }
-    bool sendForward(train::ForwardMessage m) override { return m_inner.sendForward(std::move(m)); }
-    bool sendBackward(train::BackwardMessage m) override { return m_inner.sendBackward(std::move(m)); }
+    bool sendForward(train::ForwardMessage m) override
+    {
+        sendingForward(m);
+        return m_inner.sendForward(std::move(m));
+    }
+    bool sendBackward(train::BackwardMessage m) override
+    {
+        sendingBackward(m);
+        return m_inner.sendBackward(std::move(m));
+    }
     bool sendFinished() override { return m_inner.sendFinished(); }
-    train::StageMessage receive() override { return watched(m_inner.receive()); }
+    train::StageMessage receive() override
+    {
+        auto m = m_inner.receive();
+        received(m);
+        return m;
+    }
     std::optional<train::StageMessage> poll() override
     {
         auto m = m_inner.poll();
-        return m ? std::optional(watched(std::move(*m))) : std::nullopt;
+        if (m)
+            received(*m);
+        return m;
     }
     void abort(train::StopMessage reason) override { m_inner.abort(std::move(reason)); }
 
+protected:
+    virtual void sendingForward(train::ForwardMessage &) { }
+    virtual void sendingBackward(train::BackwardMessage &) { }
+    virtual void received(const train::StageMessage &) { }
+
 private:
-    train::StageMessage watched(train::StageMessage m)
+    train::StageTransport &m_inner;
+};
+
+// A follower's link that calls `seen` on the stage's thread when the first batch of a
+// numbered test reaches it, before the stage runs it.
+class TestWatchingTransport final : public LookingTransport
+{
+public:
+    TestWatchingTransport(train::StageTransport &inner, std::function<void()> seen)
+        : LookingTransport(inner)
+        , m_seen(std::move(seen))
+    { }
+
+private:
+    void received(const train::StageMessage &m) override
     {
         if (const auto *f = std::get_if<train::ForwardMessage>(&m); f && f->evaluation && f->testId != m_last) {
             m_last = f->testId;
             if (f->testId != 0)
                 m_seen();
         }
-        return m;
     }
-    train::StageTransport &m_inner;
     std::function<void()> m_seen;
     int64_t m_last = 0;
 };
 
 // A leaf's link that adds one sample to every tally it sends: an answer that does not fit.
-class MiscountingTransport final : public train::StageTransport
+class MiscountingTransport final : public LookingTransport
 {
 public:
-    explicit MiscountingTransport(train::StageTransport &inner)
-        : m_inner(inner)
-    { }
-    bool sendForward(train::ForwardMessage m) override { return m_inner.sendForward(std::move(m)); }
-    bool sendBackward(train::BackwardMessage m) override
+    using LookingTransport::LookingTransport;
+
+private:
+    void sendingBackward(train::BackwardMessage &m) override
     {
         if (m.tally)
             ++m.tally->samples;
-        return m_inner.sendBackward(std::move(m));
     }
-    bool sendFinished() override { return m_inner.sendFinished(); }
-    train::StageMessage receive() override { return m_inner.receive(); }
-    std::optional<train::StageMessage> poll() override { return m_inner.poll(); }
-    void abort(train::StopMessage reason) override { m_inner.abort(std::move(reason)); }
+};
+
+// The root's link, counting the batches of tests beside training sent and not yet
+// answered; the most at once in `most`.
+class InFlightCountingTransport final : public LookingTransport
+{
+public:
+    InFlightCountingTransport(train::StageTransport &inner, size_t &most)
+        : LookingTransport(inner)
+        , m_most(most)
+    { }
 
 private:
-    train::StageTransport &m_inner;
+    void sendingForward(train::ForwardMessage &m) override
+    {
+        if (m.evaluation && m.testId != 0)
+            m_most = std::max(m_most, ++m_inFlight);
+    }
+    void received(const train::StageMessage &m) override
+    {
+        if (const auto *b = std::get_if<train::BackwardMessage>(&m); b && b->tally && m_inFlight > 0)
+            --m_inFlight;
+    }
+    size_t &m_most;
+    size_t m_inFlight = 0;
+};
+
+// A leaf's link that takes 20 ms over every tally it sends: a slow link, or a far one.
+class SlowTallyTransport final : public LookingTransport
+{
+public:
+    using LookingTransport::LookingTransport;
+
+private:
+    void sendingBackward(train::BackwardMessage &m) override
+    {
+        if (m.tally)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 };
 
 struct Outcome
@@ -92,6 +154,7 @@ struct Outcome
     /// when it began), in stage order.
     std::vector<std::vector<NamedTensor>> atTest;
     std::vector<std::vector<NamedTensor>> consensus; // what each stage was given, in stage order
+    size_t testBatchesInFlight = 0; // the most batches of a test beside training the root had unanswered
 };
 
 bool everyStageHas(const std::vector<std::vector<NamedTensor>> &byStage)
@@ -131,6 +194,7 @@ struct Options
     int64_t consensusAtStep = 0;          // every stage is given a consensus (its weights halved) at this step
     int64_t dropConsensusAtStep = 0;      // and drops it at this one
     int64_t testAgainAtStep = 0;          // the root asks for another test at this step
+    bool slowTallies = false;             // the leaf takes 20 ms over every tally it sends
 };
 
 } // namespace
@@ -145,7 +209,8 @@ class TestPipelineEvaluation : public QObject
     Outcome run(const std::vector<size_t> &bounds, const Options &o = {})
     {
         const int stages = int(bounds.size()) - 1;
-        train::InProcessTransport transport(stages, size_t(stages + 3)); // window, one test batch, two at the end
+        // The window and the root's test batches in flight (3).
+        train::InProcessTransport transport(stages, size_t(stages + 4));
         MiscountingTransport miscounting(transport.endpoint(stages - 1));
         Outcome out;
         out.atTest.resize(size_t(stages));
@@ -157,6 +222,17 @@ class TestPipelineEvaluation : public QObject
         for (int s = 0; s < stages; ++s)
             watching.push_back(std::make_unique<TestWatchingTransport>(
                 transport.endpoint(s), [&, s] { out.atTest[size_t(s)] = runtimes[size_t(s)]->parameters(); }));
+        InFlightCountingTransport counting(transport.endpoint(0), out.testBatchesInFlight);
+        SlowTallyTransport slowLeaf(*watching[size_t(stages) - 1]);
+        const auto linkOf = [&](int s) -> train::StageTransport & {
+            if (s == stages - 1 && o.miscountingLeaf)
+                return miscounting;
+            if (s == stages - 1 && o.slowTallies)
+                return slowLeaf;
+            if (s > 0)
+                return *watching[size_t(s)];
+            return counting;
+        };
         for (int s = 0; s < stages; ++s) {
             train::StageConfig c;
             c.model = model::mlpSpec();
@@ -203,11 +279,8 @@ class TestPipelineEvaluation : public QObject
                 if (s == 0 && version == o.testAgainAtStep)
                     runtime.requestEvaluation();
             };
-            train::StageTransport &link = s == stages - 1 && o.miscountingLeaf ? miscounting
-                                          : s > 0                              ? *watching[size_t(s)]
-                                                                               : transport.endpoint(s);
             runtimes[size_t(s)] =
-                std::make_unique<train::StageRuntime>(c, link, train::openGate(), s == 0 ? m_train : nullptr);
+                std::make_unique<train::StageRuntime>(c, linkOf(s), train::openGate(), s == 0 ? m_train : nullptr);
         }
         out.results.resize(size_t(stages));
         std::vector<std::thread> threads;
@@ -313,6 +386,24 @@ private Q_SLOTS:
         compareWithGathered(out); // and the final test is the end's model, not the kept one
     }
 
+    // Over a slow or far link a test waited out a round trip per batch; the root keeps a
+    // few in flight beside training, and no more.
+    void aTestBesideTrainingKeepsThreeBatchesInFlight()
+    {
+        Options o;
+        o.microbatches = 200;
+        o.testAtStep = 10;
+        o.evaluationBatch = 100; // 10 batches
+        o.slowTallies = true;
+        const Outcome out = run({0, 2, 6}, o);
+        QCOMPARE(out.evaluations.size(), size_t(2));
+        const auto &beside = out.evaluations.front();
+        QVERIFY2(beside.failure.empty(), beside.failure.c_str());
+        QCOMPARE(beside.tally.samples, m_test->count);
+        QCOMPARE(out.testBatchesInFlight, size_t(3));
+        QCOMPARE(out.results[0].metrics.backwards, int64_t(200));
+    }
+
     // Where clusters average, each drifts from what they agreed for the interval's steps;
     // the swarm's model is the agreement, and tests beside training measure that: the
     // weights of the last round at every stage, reported at the round's step. Once a
@@ -336,6 +427,8 @@ private Q_SLOTS:
         const auto &beside = out.evaluations.front();
         QVERIFY2(beside.failure.empty(), beside.failure.c_str());
         QCOMPARE(beside.version, int64_t(8));
+        QVERIFY(beside.consensus);
+        QVERIFY(!out.evaluations.back().consensus); // the final test: the current weights
         QCOMPARE(beside.tally.samples, m_test->count);
         QVERIFY(everyStageHas(out.consensus)); // every stage was given one before the test reached it
         QVERIFY(everyStageHas(out.atTest));
@@ -382,6 +475,7 @@ private Q_SLOTS:
         const auto &beside = out.evaluations.front();
         QVERIFY2(beside.failure.empty(), beside.failure.c_str());
         QCOMPARE(beside.version, int64_t(10));
+        QVERIFY(!beside.consensus);
         const auto now = train::evaluateParameters(model::mlpSpec(), out.atTest[0], *m_test, 1000);
         const auto agreed = train::evaluateParameters(model::mlpSpec(), out.consensus[0], *m_test, 1000);
         QVERIFY(std::abs(now.loss - agreed.loss) > 1e-3); // the two models differ
