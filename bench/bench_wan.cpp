@@ -9,26 +9,31 @@
 // 100 ms with the window capped at 3 (--max-window, the job's max_window; keys
 // `rtt_50ms_window_3_...`, `ratio_50ms_window_3`).
 //
-// Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms: plain
-// ring averaging every 10 steps on the stage thread with float32 ring chunks (what the
-// swarm did before ring chunks went as bf16), the same with bf16 chunks (the nodes'
-// default --ring-compression), with rounds beside training (--overlap-averaging; key
-// `overlap_speedup`), with int8 and int4 chunks every 10 steps and int4 every 15
-// (each with error feedback), and every 100 steps
-// with DiLoCo's outer Nesterov step (outer learning rate 0.7, momentum 0.9) and bf16
-// chunks, also with the window capped at 3 (`outer_every_100_bf16_window_3`). Key
+// Then the 2x2 swarm (two clusters of two stages, four node processes) at 50 ms, with
+// activations and gradients as bf16 (the nodes' default): plain ring averaging every 10
+// steps on the stage thread with float32 ring chunks (what the swarm did before ring
+// chunks went as bf16), the same with bf16 chunks (the nodes' default
+// --ring-compression), with rounds beside training (--overlap-averaging; key
+// `overlap_speedup`), with int8 chunks (with error feedback), and with DiLoCo's outer
+// Nesterov step (outer learning rate 0.7, momentum 0.9) every 100 steps with bf16 chunks
+// and every 50 (resources/jobs/mlp.json's averaging) with bf16 and int8 chunks. Key
 // `bytes_per_sample_cross_cluster`: the ring bytes all nodes sent (every ring joins the
-// two clusters) over the samples the swarm trained, for the
-// configuration with the fewest that ended within kEqualAccuracyPoints of the float32
-// plain run's final accuracy; `cross_cluster_reduction`: the float32 plain run's over
-// that (and `cross_cluster_reduction_outer_every_100_bf16`, whatever its accuracy). All
-// with samples to 85% and final accuracy.
+// two clusters) over the samples the swarm trained, for the configuration with the
+// fewest that ended within kEqualAccuracyPoints of the float32 plain run's final
+// accuracy; `cross_cluster_reduction`: the float32 plain run's over that (and
+// `cross_cluster_reduction_outer_every_100_bf16`, whatever its accuracy). All with
+// samples to 85% and final accuracy. Each 2x2 root tests every 50 steps where one
+// process tests every 100, so that both measure every 6,400 samples; a test of the
+// swarm's model (the consensus of a round, the same in both clusters) counts for the
+// swarm.
 //
-// The swarm's default averaging (plain every 10 with bf16 chunks; activations and
-// gradients as float32, as in every run here) also runs at 0, 20 and 100 ms: key `swarm2x2_ratio_50ms`, its samples/s at 50 ms over 0 ms. First,
-// one process trains the MLP (no network; both cores), the baseline of every
-// configuration's samples to 85% (keys `..._to_85_over_one_process`; issue 16 asks for
-// at most 1.3).
+// The MLP job's averaging (outer step every 50, bf16 chunks) also runs at 0, 20 and
+// 100 ms: key `swarm2x2_ratio_50ms`, its samples/s at 50 ms over 0 ms, and
+// `swarm2x2_worst_to_85_over_one_process`, the most samples to 85% of the four round
+// trips over one process's. First, one process trains the MLP (no network; both cores),
+// the baseline of every configuration's samples to 85% (keys
+// `..._to_85_over_one_process`; issue 16 asks for at most 1.3).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -128,28 +133,33 @@ int main(int argc, char **argv)
         }
 
         // The 2x2 swarm at 50 ms: the cross-cluster bytes of plain averaging every 10
-        // steps against ring chunks as int8 and int4, averaging every 15, and DiLoCo's outer step
-        // every 100.
-        std::printf("2x2 swarm (two clusters of two stages), round trip 50 ms, %lld steps per cluster\n",
-                    (long long)steps);
-        const RunSpec plain{50, 4, 10, 1, 0}, overlapped{50, 4, 10, 1, 0, true}, outer{50, 4, 100, 0.7, 0.9};
-        RunSpec plainBf16 = plain, outerBf16 = outer, plainInt8 = plain, plainInt4 = plain, every15Int4 = plain,
-                outerWindow3 = outer;
-        plainBf16.ringCompression = outerBf16.ringCompression = outerWindow3.ringCompression = "bf16";
-        outerWindow3.maxWindow = 3; // resources/jobs/mlp.json's averaging, with the window capped
+        // steps against ring chunks as bf16 and int8, and DiLoCo's outer step every 100
+        // and every 50.
+        const int64_t swarmEvalEvery = std::max<int64_t>(1, evalEvery / 2); // two clusters
+        std::printf("2x2 swarm (two clusters of two stages), round trip 50 ms, %lld steps per cluster, bf16 "
+                    "activations, a test every %lld steps per cluster\n",
+                    (long long)steps, (long long)swarmEvalEvery);
+        RunSpec plain{50, 4, 10, 1, 0};
+        plain.compression = "bf16";
+        RunSpec plainBf16 = plain, overlapped = plain, plainInt8 = plain, outer100 = plain, outer50 = plain;
+        overlapped.overlap = true;
+        plainBf16.ringCompression = outer100.ringCompression = outer50.ringCompression = "bf16";
         plainInt8.ringCompression = "int8";
-        plainInt4.ringCompression = every15Int4.ringCompression = "int4";
-        every15Int4.averagingInterval = 15;
+        outer100.averagingInterval = 100;
+        outer50.averagingInterval = 50; // resources/jobs/mlp.json's averaging
+        outer100.outerLearningRate = outer50.outerLearningRate = 0.7;
+        outer100.outerMomentum = outer50.outerMomentum = 0.9;
+        RunSpec outer50Int8 = outer50;
+        outer50Int8.ringCompression = "int8";
         std::vector<std::pair<std::string, Outcome>> averaging;
         for (const auto &[name, spec] :
              {std::pair{std::string("plain_every_10"), plain}, std::pair{std::string("plain_every_10_bf16"), plainBf16},
               std::pair{std::string("overlapped_every_10"), overlapped},
               std::pair{std::string("plain_every_10_int8"), plainInt8},
-              std::pair{std::string("outer_every_100_bf16"), outerBf16},
-              std::pair{std::string("plain_every_10_int4"), plainInt4},
-              std::pair{std::string("plain_every_15_int4"), every15Int4},
-              std::pair{std::string("outer_every_100_bf16_window_3"), outerWindow3}}) {
-            const auto o = bench::runSwarmBench(spec, steps, evalEvery, work / name);
+              std::pair{std::string("outer_every_100_bf16"), outer100},
+              std::pair{std::string("outer_every_50_bf16"), outer50},
+              std::pair{std::string("outer_every_50_int8"), outer50Int8}}) {
+            const auto o = bench::runSwarmBench(spec, steps, swarmEvalEvery, work / name);
             std::printf("  %-20s (interval %lld, outer lr %.1f, momentum %.1f, ring %s): %8s samples/s, ring %s "
                         "sent, %.0f bytes/sample across clusters, to 85%%: %s samples, final accuracy %.2f%% (worst "
                         "cluster)\n",
@@ -160,16 +170,18 @@ int main(int argc, char **argv)
                         o.finalAccuracy * 100);
             averaging.emplace_back(name, o);
         }
-        // The swarm's default averaging at the other round trips (50 ms is plain_every_10_bf16 above).
+        const Outcome &jobAt50 = averaging[5].second;
+        // The MLP job's averaging at the other round trips (50 ms is outer_every_50_bf16 above).
         std::vector<std::pair<int, Outcome>> swarmRuns;
         for (const int rtt : {0, 20, 100}) {
-            RunSpec spec = plainBf16;
+            RunSpec spec = outer50;
             spec.rttMs = rtt;
-            const auto o = bench::runSwarmBench(spec, steps, evalEvery, work / ("swarm-rtt" + std::to_string(rtt)));
-            std::printf("  2x2, defaults, round trip %3d ms: %8s samples/s, to 85%%: %s samples, final accuracy "
-                        "%.2f%%\n",
+            const auto o =
+                bench::runSwarmBench(spec, steps, swarmEvalEvery, work / ("swarm-rtt" + std::to_string(rtt)));
+            std::printf("  2x2, the MLP job's averaging, round trip %3d ms: %8s samples/s, to 85%%: %s samples (%.2fx "
+                        "one process's), final accuracy %.2f%%\n",
                         rtt, format::count(int64_t(o.samplesPerSecond)).c_str(),
-                        o.samplesToTarget < 0 ? "not" : format::count(o.samplesToTarget).c_str(),
+                        o.samplesToTarget < 0 ? "not" : format::count(o.samplesToTarget).c_str(), overOne(o),
                         o.finalAccuracy * 100);
             swarmRuns.emplace_back(rtt, o);
         }
@@ -187,8 +199,15 @@ int main(int argc, char **argv)
             report.add("swarm2x2_rtt_" + std::to_string(rtt) + "ms_to_85_over_one_process", overOne(o));
         }
         if (swarmRuns[0].second.samplesPerSecond > 0)
-            report.add("swarm2x2_ratio_50ms",
-                       averaging[1].second.samplesPerSecond / swarmRuns[0].second.samplesPerSecond);
+            report.add("swarm2x2_ratio_50ms", jobAt50.samplesPerSecond / swarmRuns[0].second.samplesPerSecond);
+        // Issue 16's target: the worst of the four round trips (-1 when one did not get there).
+        double worst = overOne(jobAt50);
+        for (const auto &[rtt, o] : swarmRuns)
+            worst = worst < 0 || overOne(o) < 0 ? -1 : std::max(worst, overOne(o));
+        report.add("swarm2x2_worst_to_85_over_one_process", worst);
+        std::printf("  2x2, the MLP job's averaging: samples to 85%% over one process's, the worst of 0/20/50/100 ms: "
+                    "%.2fx\n",
+                    worst);
         report.add("one_process_samples_per_s", single.samplesPerSecond);
         report.add("one_process_samples_to_85", double(single.samplesToTarget));
         report.add("one_process_final_accuracy", single.finalAccuracy);

@@ -75,7 +75,8 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     std::optional<Clock::time_point> start, end;
     std::map<std::string, uint64_t> ringBytes, wireBytes; // by node
     std::map<int, int64_t> reached;                       // by cluster: the first step at 85%
-    std::map<int, double> finalAccuracy;                  // by cluster
+    std::optional<int64_t> consensusReached; // the first round whose consensus (the swarm's model) tested at 85%
+    std::map<int, double> finalAccuracy;     // by cluster
     SwarmBenchOutcome o;
     launcher::SwarmLauncher swarm(s, [&](const std::string &who, const std::string &line) {
         if (spec.onLine)
@@ -104,8 +105,11 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
             const double acc = std::stod(m[4].str()) / 100;
             if (m[1].str() == "done:")
                 finalAccuracy[cluster] = acc;
+            const int64_t step = std::stoll(m[3].str());
             if (acc >= kSwarmBenchTarget && !reached.count(cluster))
-                reached[cluster] = std::stoll(m[3].str());
+                reached[cluster] = step;
+            if (acc >= kSwarmBenchTarget && line.find("(the swarm's model)") != std::string::npos)
+                consensusReached = std::min(consensusReached.value_or(step), step);
         }
         if (line.find("error") != std::string::npos)
             std::printf("    [%s] %s\n", who.c_str(), line.c_str());
@@ -127,12 +131,17 @@ SwarmBenchOutcome runSwarmBench(const SwarmBenchSpec &spec, int64_t steps, int64
     for (const auto &[who, bytes] : wireBytes)
         o.wireBytes += bytes;
     o.bytesPerSample = double(o.ringBytes) / samples;
-    if (int(reached.size()) == spec.clusters()) { // the swarm's samples when its last cluster got there
+    // The swarm got there when its last cluster did, or at the first round whose
+    // consensus did: every cluster held that model after the round, whichever tested it.
+    std::optional<int64_t> reachedAt = consensusReached;
+    if (int(reached.size()) == spec.clusters()) {
         int64_t step = 0;
         for (const auto &[cluster, at] : reached)
             step = std::max(step, at);
-        o.samplesToTarget = step * microbatch * spec.clusters();
+        reachedAt = std::min(reachedAt.value_or(step), step);
     }
+    if (reachedAt)
+        o.samplesToTarget = *reachedAt * microbatch * spec.clusters();
     if (!finalAccuracy.empty()) { // the worst cluster's
         o.finalAccuracy = 1;
         for (const auto &[cluster, acc] : finalAccuracy)

@@ -42,12 +42,14 @@ struct SwarmBenchOutcome
     double samplesPerSecond = 0; ///< of the whole swarm, from its first step to its last
     int window = 0;              ///< the root's last reported window
     double staleness = 0;
-    double finalAccuracy = -1;    ///< the worst cluster's
-    int64_t samplesToTarget = -1; ///< the swarm's samples when its last cluster reached 85%; -1: not
-    uint64_t ringBytes = 0;       ///< ring values sent, all nodes
-    double bytesPerSample = 0;    ///< ringBytes over the samples the swarm trained
-    uint64_t wireBytes = 0;       ///< everything the nodes sent to peers (their progress lines' figure)
-    double firstLoss = -1;        ///< the first and last training loss a root reported; -1: none
+    double finalAccuracy = -1; ///< the worst cluster's
+    /// The swarm's samples when its last cluster reached 85%, or at the first round whose
+    /// consensus (the swarm's model, the same in every cluster) tested at 85%; -1: not.
+    int64_t samplesToTarget = -1;
+    uint64_t ringBytes = 0;    ///< ring values sent, all nodes
+    double bytesPerSample = 0; ///< ringBytes over the samples the swarm trained
+    uint64_t wireBytes = 0;    ///< everything the nodes sent to peers (their progress lines' figure)
+    double firstLoss = -1;     ///< the first and last training loss a root reported; -1: none
     double lastLoss = -1;
 };
 
