@@ -89,7 +89,7 @@ int main(int argc, char **argv)
     std::string peerCompression = "bf16";
     cli::addChoice(p, "--peer-compression", peerCompression, {"none", "fp16", "bf16"},
                    "how activations and gradients travel between the nodes (their --peer-compression)");
-    std::string ringCompression = "bf16";
+    std::string ringCompression = "int8";
     cli::addChoice(p, "--ring-compression", ringCompression, {"none", "bf16", "int8", "int4"},
                    "how the nodes' ring chunks travel (their --ring-compression)");
     cli::addWholeNumber(p, "--nodes-without-data", withoutData, 0, 64, "N",

@@ -47,10 +47,10 @@ void declareSwarmOptions(CLI::App &p, NodeOptions &o)
                    "(16-bit values, half the bytes, no accuracy lost in docs/benchmarks.md, bench_compression), "
                    "fp16, or none (float32)");
     cli::addChoice(p, "--ring-compression", o.ringCompression, {"none", "bf16", "int8", "int4"},
-                   "swarm: how the ring chunks this node sends travel: bf16 (the members' changes since the "
-                   "ring's last round as 16-bit values, half the bytes; docs/benchmarks.md, bench_wan), int8 or "
-                   "int4 (the same as 8- or 4-bit values with a scale per 64, about a quarter or an eighth of the "
-                   "bytes; what rounding leaves out is carried into the next round) or none (float32)");
+                   "swarm: how the ring chunks this node sends travel: int8 (the members' changes since the "
+                   "ring's last round as 8-bit values with a scale per 64, about a quarter of the bytes; what "
+                   "rounding leaves out is carried into the next round; docs/benchmarks.md, bench_wan), int4 (4-bit, "
+                   "an eighth), bf16 (16-bit values, half the bytes) or none (float32)");
     p.add_flag("--stay", o.stay, "swarm: stay in the swarm after the run is complete");
     cli::addWholeNumber(p, "--checkpoint-seconds", o.checkpointSeconds, 0, 86400, "S",
                         "swarm: checkpoint at most every S seconds (and every --checkpoint-every steps); a crash "

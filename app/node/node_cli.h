@@ -26,7 +26,7 @@ struct NodeOptions
     int serveRelay = 0;                   ///< swarm: run a relay for other volunteers on this port; 0: none
     double relayMbit = 0;                 ///< swarm: its rate per pair and direction, Mbit/s; 0: no cap
     std::string peerCompression = "bf16"; ///< swarm: none, fp16 or bf16 on the links it dials
-    std::string ringCompression = "bf16"; ///< swarm: none, bf16, int8 or int4 for the ring chunks it sends
+    std::string ringCompression = "int8"; ///< swarm: none, bf16, int8 or int4 for the ring chunks it sends
     bool stay = false;                    ///< swarm: stay in the swarm after the run is complete
     int64_t evalSamples = 0;              ///< swarm: test on the first N samples; 0: all
     int64_t dataCacheMiB = 2048;          ///< swarm: the cap on dataset shards fetched from the coordinator

@@ -117,9 +117,9 @@ int main(int argc, char **argv)
     cli::addChoice(app, "--peer-compression", peerCompression, {"none", "fp16", "bf16"},
                    "how activations and gradients travel between stages (the nodes' --peer-compression; bf16 is "
                    "their default)");
-    std::string ringCompression = "bf16";
+    std::string ringCompression = "int8";
     cli::addChoice(app, "--ring-compression", ringCompression, {"none", "bf16", "int8", "int4"},
-                   "how ring chunks travel (the nodes' --ring-compression; bf16 is their default)");
+                   "how ring chunks travel (the nodes' --ring-compression; int8 is their default)");
     cli::addWholeNumber(app, "--coordinators", config.coordinators, 1, 10'000, "N",
                         "split the volunteers into N independent swarms, one coordinator each");
     cli::addNumber(app, "--bucket-minutes", bucketMinutes, 0.01, 24 * 60, "MIN", "time-series resolution in minutes");

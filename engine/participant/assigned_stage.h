@@ -50,7 +50,7 @@ struct AssignedStageConfig
     std::chrono::milliseconds ringTimeout{20'000};
     /// How ring chunks this member sends travel where they are differences from the
     /// last round's weights (bf16: half the bytes; int8: about a quarter; int4: an eighth; stage_rings.h).
-    ValuePrecision ringPrecision = ValuePrecision::Bf16;
+    ValuePrecision ringPrecision = ValuePrecision::Int8;
     /// The root's cap on microbatches in flight: its window grows to cover the measured
     /// round trip up to this; at least stages + 1. Staleness grows with it, and accuracy
     /// suffers beyond about 5 (bench_wan: the MLP at 81-83% after 1,500 steps with 4-5 in

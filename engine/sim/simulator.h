@@ -33,9 +33,9 @@ struct SimConfig
     /// The roots' cap on microbatches in flight (a job's max_window); 0: the nodes'
     /// default (train::kDefaultMaxWindow).
     int maxWindow = 0;
-    /// How ring chunks travel: the nodes' --ring-compression, bf16 by default as theirs
+    /// How ring chunks travel: the nodes' --ring-compression, int8 by default as theirs
     /// (a ring's first round, in float32, is not modelled).
-    ValuePrecision ringPrecision = ValuePrecision::Bf16;
+    ValuePrecision ringPrecision = ValuePrecision::Int8;
     /// How activations and gradients travel between stages: the nodes' --peer-compression,
     /// bf16 by default as theirs (2 bytes a value; fp16 alike, float32 4).
     net::Compression peerCompression = net::Compression::Bf16;

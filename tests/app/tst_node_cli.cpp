@@ -123,7 +123,7 @@ private Q_SLOTS:
         QCOMPARE(o.local.evalEvery, int64_t(-1));
         QCOMPARE(o.checkpointSeconds, -1);
         QCOMPARE(o.peerCompression, std::string("bf16")); // the default
-        QCOMPARE(o.ringCompression, std::string("bf16"));
+        QCOMPARE(o.ringCompression, std::string("int8")); // the default
 
         NodeOptions given;
         r = parse({"--join", "wss://h:1/#sha256=ab", "--checkpoint-every", "10", "--eval-every", "0",
@@ -135,10 +135,10 @@ private Q_SLOTS:
         QCOMPARE(given.checkpointSeconds, 0);
         QCOMPARE(given.peerCompression, std::string("none"));
         QCOMPARE(given.ringCompression, std::string("none"));
-        NodeOptions eightBit;
-        r = parse({"--join", "wss://h:1/#sha256=ab", "--ring-compression", "int8"}, &eightBit);
+        NodeOptions sixteenBit;
+        r = parse({"--join", "wss://h:1/#sha256=ab", "--ring-compression", "bf16"}, &sixteenBit);
         QVERIFY2(r.run, r.error.c_str());
-        QCOMPARE(eightBit.ringCompression, std::string("int8"));
+        QCOMPARE(sixteenBit.ringCompression, std::string("bf16"));
         // A swarm setting: not without --join.
         NodeOptions local;
         r = parse({"--checkpoint-seconds", "5"}, &local);
