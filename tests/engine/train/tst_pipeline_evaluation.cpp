@@ -2,8 +2,9 @@
 // The root tests the pipeline's model by sending its test set through the stages
 // (StageConfig::test): the result is the whole model's, as if its weights had been
 // gathered in one place; the final test sees what every stage's onFinishing did; a
-// test beside training does not disturb it and keeps three batches in flight; a leaf whose tally does not fit the batch
-// is refused; a stop during the final test still ends the run Finished.
+// test beside training does not disturb it and keeps three batches in flight; a leaf
+// whose tally does not fit the batch is refused; a stop during the final test still
+// ends the run Finished.
 #include <QtTest>
 
 #include <algorithm>
@@ -91,18 +92,22 @@ private:
     int64_t m_last = 0;
 };
 
-// A leaf's link that adds one sample to every tally it sends: an answer that does not fit.
-class MiscountingTransport final : public LookingTransport
+// A leaf's link that does `tweak` to every tally it sends.
+class TallyTweakingTransport final : public LookingTransport
 {
 public:
-    using LookingTransport::LookingTransport;
+    TallyTweakingTransport(train::StageTransport &inner, std::function<void(train::EvaluationTally &)> tweak)
+        : LookingTransport(inner)
+        , m_tweak(std::move(tweak))
+    { }
 
 private:
     void sendingBackward(train::BackwardMessage &m) override
     {
         if (m.tally)
-            ++m.tally->samples;
+            m_tweak(*m.tally);
     }
+    std::function<void(train::EvaluationTally &)> m_tweak;
 };
 
 // The root's link, counting the batches of tests beside training sent and not yet
@@ -128,20 +133,6 @@ private:
     }
     size_t &m_most;
     size_t m_inFlight = 0;
-};
-
-// A leaf's link that takes 20 ms over every tally it sends: a slow link, or a far one.
-class SlowTallyTransport final : public LookingTransport
-{
-public:
-    using LookingTransport::LookingTransport;
-
-private:
-    void sendingBackward(train::BackwardMessage &m) override
-    {
-        if (m.tally)
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
 };
 
 struct Outcome
@@ -211,7 +202,9 @@ class TestPipelineEvaluation : public QObject
         const int stages = int(bounds.size()) - 1;
         // The window and the root's test batches in flight (3).
         train::InProcessTransport transport(stages, size_t(stages + 4));
-        MiscountingTransport miscounting(transport.endpoint(stages - 1));
+        // One sample more in every tally: an answer that does not fit.
+        TallyTweakingTransport miscounting(transport.endpoint(stages - 1),
+                                           [](train::EvaluationTally &t) { ++t.samples; });
         Outcome out;
         out.atTest.resize(size_t(stages));
         out.consensus.resize(size_t(stages));
@@ -223,7 +216,10 @@ class TestPipelineEvaluation : public QObject
             watching.push_back(std::make_unique<TestWatchingTransport>(
                 transport.endpoint(s), [&, s] { out.atTest[size_t(s)] = runtimes[size_t(s)]->parameters(); }));
         InFlightCountingTransport counting(transport.endpoint(0), out.testBatchesInFlight);
-        SlowTallyTransport slowLeaf(*watching[size_t(stages) - 1]);
+        // 20 ms over every tally: a slow link, or a far one.
+        TallyTweakingTransport slowLeaf(*watching[size_t(stages) - 1], [](train::EvaluationTally &) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        });
         const auto linkOf = [&](int s) -> train::StageTransport & {
             if (s == stages - 1 && o.miscountingLeaf)
                 return miscounting;
