@@ -602,6 +602,9 @@ void AssignedStage::Impl::finish()
     takeRingChanges();
     if (run.averagingInterval > 0)
         averageRings(run.totalSteps / run.averagingInterval + 1);
+    // No more rounds here: a ring member still behind hears so at once in its next one.
+    for (auto &ring : rings)
+        ring.links->finish();
     publishSnapshot(finalMarker());
     writer->submit(runtime->state());
     writer->flush();

@@ -21,6 +21,13 @@ namespace {
 // 40 MB.
 constexpr size_t kMaxQueued = 256;
 constexpr size_t kMaxQueuedBytes = size_t(128) << 20;
+// Chunks from a member that is not the previous one (yet): a member that started a round
+// before this one took the change sends one chunk a round until it hears back (more in a
+// ring where the others go on without this member), so a few are plenty.
+constexpr size_t kMaxEarly = 16;
+constexpr size_t kMaxEarlyBytes = size_t(64) << 20;
+
+size_t valueBytes(const swarm::RingChunk &c) { return c.values.size() * sizeof(float); }
 
 } // namespace
 
@@ -40,16 +47,48 @@ void NetRingLinks::deliver(const std::string &peer, net::RingChunk &&chunk)
                        chunk.base};
     if (t.bytes)
         std::memcpy(c.values.data(), t.data, t.bytes);
-    std::lock_guard lock(m_mutex);
-    if (peer != m_previous) // not our previous member (any more)
+    std::unique_lock lock(m_mutex);
+    if (peer != m_previous) { // not our previous member: not yet, or not any more
+        m_earlyBytes += valueBytes(c);
+        m_early.emplace_back(peer, std::move(c));
+        while (m_early.size() > 1 && (m_early.size() > kMaxEarly || m_earlyBytes > kMaxEarlyBytes)) {
+            m_earlyBytes -= valueBytes(m_early.front().second);
+            m_early.pop_front();
+        }
         return;
-    m_queuedBytes += c.values.size() * sizeof(float);
-    m_queue.push_back(std::move(c));
+    }
+    if (m_finished) {
+        if (c.step == swarm::kRoundEndedStep || m_lastEnded == c.round || m_next.empty())
+            return;
+        m_lastEnded = c.round;
+        const std::string next = m_next;
+        lock.unlock();
+        // Once, from the network thread: a notice that cannot go now is not worth waiting for.
+        (void)m_mesh.send(next,
+                          net::RingChunk{m_ringId, c.round, uint32_t(swarm::kRoundEndedStep), 0,
+                                         tensorBufferFromBytes(DType::Float32, {0}, {}), 0, ValuePrecision::Float32});
+        return;
+    }
+    queue(std::move(c));
+    m_arrived.notify_all();
+}
+
+void NetRingLinks::queue(swarm::RingChunk &&chunk)
+{
+    m_queuedBytes += valueBytes(chunk);
+    m_queue.push_back(std::move(chunk));
     while (m_queue.size() > 1 && (m_queue.size() > kMaxQueued || m_queuedBytes > kMaxQueuedBytes)) {
-        m_queuedBytes -= m_queue.front().values.size() * sizeof(float);
+        m_queuedBytes -= valueBytes(m_queue.front());
         m_queue.pop_front();
     }
-    m_arrived.notify_all();
+}
+
+void NetRingLinks::finish()
+{
+    std::lock_guard lock(m_mutex);
+    m_finished = true;
+    m_queue.clear();
+    m_queuedBytes = 0;
 }
 
 void NetRingLinks::cancel()
@@ -69,9 +108,25 @@ void NetRingLinks::setNeighbours(std::string next, std::string previous)
 {
     std::lock_guard lock(m_mutex);
     m_next = std::move(next);
+    if (previous == m_previous)
+        return; // what it queued is still from our previous member
     m_previous = std::move(previous);
     m_queue.clear();
     m_queuedBytes = 0;
+    // What the new previous member sent before this one knew it, in the order it came.
+    std::deque<std::pair<std::string, swarm::RingChunk>> others;
+    for (auto &[peer, chunk] : m_early) {
+        if (peer == m_previous)
+            queue(std::move(chunk));
+        else
+            others.emplace_back(std::move(peer), std::move(chunk));
+    }
+    m_early = std::move(others);
+    m_earlyBytes = 0;
+    for (const auto &e : m_early)
+        m_earlyBytes += valueBytes(e.second);
+    if (!m_queue.empty())
+        m_arrived.notify_all();
 }
 
 void NetRingLinks::sendNext(swarm::RingChunk chunk)
@@ -105,8 +160,8 @@ void NetRingLinks::sendNext(swarm::RingChunk chunk)
         const auto r = m_mesh.send(next, m);
         if (r == net::SendResult::Queued)
             m_bytesSent += valueBytes;
-        if (r == net::SendResult::Queued || r == net::SendResult::TooLarge)
-            return;
+        if (r == net::SendResult::Queued || r == net::SendResult::TooLarge || chunk.step == swarm::kRoundEndedStep)
+            return; // a notice goes once: a member that missed it waits out its timeout, as before
         if (r == net::SendResult::NotOpen && attempt >= 500)
             return;
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -120,7 +175,7 @@ std::optional<swarm::RingChunk> NetRingLinks::receivePrevious(std::chrono::stead
         return std::nullopt;
     swarm::RingChunk c = std::move(m_queue.front());
     m_queue.pop_front();
-    m_queuedBytes -= c.values.size() * sizeof(float);
+    m_queuedBytes -= valueBytes(c);
     return c;
 }
 

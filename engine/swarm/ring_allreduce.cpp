@@ -88,6 +88,14 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
         auto [b, e] = chunkRange(work.size(), size, chunk);
         return std::span<float>(work.data() + b, e - b);
     };
+    // A round this member cannot finish: the members after it in the ring would wait for
+    // its chunks, so they hear at once that none will come.
+    const auto abandon = [&](std::string why) {
+        result.error = std::move(why);
+        links.sendNext(roundEndedNotice(round));
+        result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        return result;
+    };
     const int steps = 2 * (size - 1);
     for (int step = 0; step < steps; ++step) {
         const bool gather = step >= size - 1;
@@ -118,45 +126,46 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
             if (!in) {
                 // Nothing before the deadline: the links were cancelled (the ring's members
                 // changed, or the stage stops), or the previous member is silent.
-                result.error = "ring round " + std::to_string(round) +
+                return abandon("ring round " + std::to_string(round) +
                                (Clock::now() < deadline ? ": called off (the ring changed, or this stage stops)"
                                                         : ": no data from the previous member within " +
                                                               std::to_string(timeout.count()) + " ms") +
-                               " (step " + std::to_string(step) + ")";
-                result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-                return result;
+                               " (step " + std::to_string(step) + ")");
             }
             if (in->round >= round)
                 break; // older rounds' leftovers are skipped
         }
+        if (in->step == kRoundEndedStep) // this round, or a later one the previous member gave up
+            return abandon("ring round " + std::to_string(round) + ": the previous member gave " +
+                           (in->round == round ? "this round" : "round " + std::to_string(in->round)) +
+                           " up (a member went silent or left, or trained to the end) (step " + std::to_string(step) +
+                           ")");
         if (in->round != round || in->step != step || in->chunk != recvChunk) {
-            result.error = "ring round " + std::to_string(round) + ": out-of-step chunk (round " +
-                           std::to_string(in->round) + ", step " + std::to_string(in->step) + ", chunk " +
-                           std::to_string(in->chunk) + "; expected step " + std::to_string(step) + ", chunk " +
-                           std::to_string(recvChunk) + ")";
-            if (in->round > round)
+            std::string why = "ring round " + std::to_string(round) + ": out-of-step chunk (round " +
+                              std::to_string(in->round) + ", step " + std::to_string(in->step) + ", chunk " +
+                              std::to_string(in->chunk) + "; expected step " + std::to_string(step) + ", chunk " +
+                              std::to_string(recvChunk) + ")";
+            if (in->round > round) { // the caller may join that round: no notice for this one
+                result.error = std::move(why);
                 result.newer = std::move(*in);
-            result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-            return result;
+                result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+                return result;
+            }
+            return abandon(std::move(why));
         }
         if (in->base != tag) {
-            result.error = "ring round " + std::to_string(round) + ": the previous member averages from " +
-                           (in->base ? "another base" : "its own values") + ", this one from " +
-                           (tag ? "the last round's" : "its own values") +
-                           " (it missed a round, or restarted); the next round starts from the members' own values";
             result.baseMismatch = true;
             result.previousBase = in->base;
-            result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-            return result;
+            return abandon("ring round " + std::to_string(round) + ": the previous member averages from " +
+                           (in->base ? "another base" : "its own values") + ", this one from " +
+                           (tag ? "the last round's" : "its own values") +
+                           " (it missed a round, or restarted); the next round starts from the members' own values");
         }
         auto dst = slice(recvChunk);
-        if (in->values.size() != dst.size()) {
-            result.error = "ring round " + std::to_string(round) + ": chunk " + std::to_string(recvChunk) + " holds " +
+        if (in->values.size() != dst.size())
+            return abandon("ring round " + std::to_string(round) + ": chunk " + std::to_string(recvChunk) + " holds " +
                            std::to_string(in->values.size()) + " values, expected " + std::to_string(dst.size()) +
-                           " (members disagree on the model?)";
-            result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-            return result;
-        }
+                           " (members disagree on the model?)");
         // Reduce-scatter brings the sum of s + 1 members' values, all-gather the sum of
         // all of them: either way comparable with this member's own values of the chunk.
         // One that cannot be honest is replaced by what those members would have sent

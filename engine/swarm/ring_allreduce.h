@@ -24,6 +24,16 @@ struct RingChunk
     ValuePrecision precision = ValuePrecision::Float32;
 };
 
+/// The step of a notice that its sender takes no (further) part in a round: it gave the
+/// round up (its previous member went silent, sent something out of step, or the ring
+/// changed), or its stage has trained to the end. It carries no values. The member that
+/// receives it ends that round at once and passes the notice on, so the members of a
+/// ring that lost one end the round together instead of each waiting out its timeout.
+inline constexpr int kRoundEndedStep = -1;
+
+/// The notice above, for round `round`.
+inline RingChunk roundEndedNotice(uint64_t round) { return RingChunk{round, kRoundEndedStep, 0, {}}; }
+
 /// How a round's values travel.
 struct RingEncoding
 {
@@ -55,7 +65,8 @@ class RingLinks
 {
 public:
     virtual ~RingLinks() = default;
-    /// Sends to the next member. May block while the link's queue is full.
+    /// Sends to the next member. May block while the link's queue is full (a notice of
+    /// kRoundEndedStep should not wait long: it is sent once, and lost if it cannot go).
     virtual void sendNext(RingChunk chunk) = 0;
     /// The next chunk from the previous member, or nullopt if none arrived before the
     /// deadline or the ring was cancelled.
@@ -92,6 +103,9 @@ inline constexpr double kPlausibleDistance = 1.5;
 /// then circulate the sums. Every member sends 2(n-1)/n of the data in total,
 /// whatever n is. Chunks of an older round are skipped; a chunk of a newer round, or
 /// silence past `timeout`, abandons this round and leaves `values` as they were.
+/// A member that abandons a round for any other reason than a newer one (which it
+/// joins) tells its next member so (roundEndedNotice), and one that receives that
+/// notice for its round ends the round and passes it on.
 ///
 /// Every chunk received is checked before it is used, so that one bad member cannot
 /// spread NaN or chosen weights: the mean it implies (the sum over the members it

@@ -5,6 +5,7 @@
 // the same links.
 #include <QtTest>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -37,6 +38,7 @@ struct TestNode
     std::vector<std::unique_ptr<participant::NetRingLinks>> rings;
     std::unique_ptr<participant::WeightsRelay> relay;
     std::mutex mutex;
+    std::atomic<int> ringChunks{0}; // ring chunks that reached this node's rings
 
     TestNode(net::NetContext &net, const net::CertificateAuthority &ca)
     {
@@ -52,6 +54,7 @@ struct TestNode
             } else if (auto *chunk = std::get_if<net::RingChunk>(&m)) {
                 for (auto &r : rings)
                     r->deliver(peer, net::RingChunk(*chunk));
+                ++ringChunks;
             } else if (transport) {
                 transport->deliver(peer, std::move(m));
             }
@@ -104,6 +107,22 @@ bool linkAsRootAndLeaf(TestNode &root, TestNode &leaf)
     }
     return test::waitFor([&] { return root.transport->neighboursUp() && leaf.transport->neighboursUp(); },
                          std::chrono::seconds(10));
+}
+
+// Links a and b to each other and gives each the links of ring `ringId` with the other
+// as both neighbours; `aKnowsB` false leaves a's ring one of its own (no neighbours).
+bool pairInARing(TestNode &a, TestNode &b, uint64_t ringId, bool aKnowsB = true)
+{
+    const std::string aId = a.identity.nodeId(), bId = b.identity.nodeId();
+    a.mesh->setPeers({b.address()});
+    b.mesh->setPeers({a.address()});
+    if (!test::waitFor([&] { return a.mesh->isUp(bId) && b.mesh->isUp(aId); }, std::chrono::seconds(10)))
+        return false;
+    std::scoped_lock lock(a.mutex, b.mutex);
+    a.rings.push_back(
+        std::make_unique<participant::NetRingLinks>(*a.mesh, ringId, aKnowsB ? bId : "", aKnowsB ? bId : ""));
+    b.rings.push_back(std::make_unique<participant::NetRingLinks>(*b.mesh, ringId, aId, aId));
+    return true;
 }
 
 } // namespace
@@ -571,6 +590,64 @@ private Q_SLOTS:
             for (size_t i = 0; i < 1000; i += 97)
                 QCOMPARE(values[size_t(r)][i], float(1002 + int(i))); // the mean of +0, +2 and +4
         }
+    }
+
+    // After a re-plan the coordinator's news reaches ring members at different times: b
+    // already averages with a, and sends it round 5's first chunk, while a still holds
+    // the ring alone. a keeps that chunk aside and queues it once it takes the change;
+    // a change that keeps a's previous member keeps what it queued. Both members then
+    // complete the round at once (dropped, the chunk left both waiting out the timeout).
+    void aChunkFromAMemberNotYetKnownIsKeptForTheRound_data()
+    {
+        QTest::addColumn<bool>("knownBefore");
+        QTest::newRow("a learns of b after b's chunk") << false;
+        QTest::newRow("a's previous member stays b") << true;
+    }
+    void aChunkFromAMemberNotYetKnownIsKeptForTheRound()
+    {
+        QFETCH(bool, knownBefore);
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        const std::string bId = b.identity.nodeId();
+        QVERIFY(pairInARing(a, b, 9, knownBefore));
+        std::vector<float> va(1000), vb(1000);
+        for (size_t i = 0; i < va.size(); ++i)
+            va[i] = float(500 + int(i)), vb[i] = float(502 + int(i));
+        const auto timeout = 10s;
+        swarm::RingResult rb;
+        std::thread bThread([&] { rb = swarm::ringAllReduceAverage(vb, 1, 2, 5, *b.rings[0], timeout); });
+        const bool arrived = test::waitFor([&] { return a.ringChunks.load() >= 1; }, 10s);
+        a.rings[0]->setNeighbours(bId, bId); // a takes the change (or the same neighbours again)
+        const auto start = std::chrono::steady_clock::now();
+        const auto ra = swarm::ringAllReduceAverage(va, 0, 2, 5, *a.rings[0], timeout);
+        bThread.join();
+        const auto took = std::chrono::steady_clock::now() - start;
+        QVERIFY(arrived);
+        QVERIFY2(ra.complete, ra.error.c_str());
+        QVERIFY2(rb.complete, rb.error.c_str());
+        QVERIFY(took < timeout / 2);
+        for (size_t i = 0; i < va.size(); i += 97) {
+            QCOMPARE(va[i], float(501 + int(i)));
+            QCOMPARE(vb[i], float(501 + int(i)));
+        }
+    }
+
+    // A member whose stage trained to the end answers a chunk of a later round (its
+    // neighbour resumed behind it, so it numbers its rounds further on) with a notice:
+    // the neighbour ends that round at once instead of waiting out its timeout.
+    void aFinishedMemberEndsTheRoundsOfOneBehind()
+    {
+        net::NetContext net;
+        TestNode a(net, m_ca), b(net, m_ca);
+        QVERIFY(pairInARing(a, b, 9));
+        a.rings[0]->finish();
+        std::vector<float> vb(1000, 3.f);
+        const auto result = swarm::ringAllReduceAverage(vb, 1, 2, 122, *b.rings[0], 20s);
+        QVERIFY(!result.complete);
+        QVERIFY2(QString::fromStdString(result.error).contains(QStringLiteral("gave this round up")),
+                 result.error.c_str());
+        QVERIFY2(result.seconds < 10, qPrintable(QString::number(result.seconds)));
+        QCOMPARE(vb[0], 3.f);
     }
 
     // A node taking layers over asks a peer that has no snapshot yet (its own stage is

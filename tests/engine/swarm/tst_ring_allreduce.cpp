@@ -489,6 +489,53 @@ private Q_SLOTS:
             QString::fromStdString(run.results[2].error).contains(QStringLiteral("no data from the previous member")));
     }
 
+    // A member that gives a round up tells its next member at once, and that one passes it
+    // on: in a ring of 3 whose member 1 went silent, member 2 waits 300 ms for it, and
+    // member 0, which would wait 20 s for member 2's next chunk, ends the round as soon as
+    // member 2 does, then tells member 1. Nobody's values change.
+    void aMemberThatGivesARoundUpTellsItsNextAtOnce()
+    {
+        std::vector<Mailbox> boxes(3);
+        QueueLinks l0(boxes[1], boxes[0]), l1(boxes[2], boxes[1], /*mute=*/true), l2(boxes[0], boxes[2]);
+        auto values = memberValues(3, 300);
+        const auto held = values;
+        RingResult r0, r2;
+        const auto start = std::chrono::steady_clock::now();
+        std::thread t2([&] { r2 = ringAllReduceAverage(values[2], 2, 3, 7, l2, 300ms); });
+        r0 = ringAllReduceAverage(values[0], 0, 3, 7, l0, 20s);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        t2.join();
+        QVERIFY(!r2.complete && !r0.complete);
+        QVERIFY2(QString::fromStdString(r2.error).contains(QStringLiteral("no data from the previous member")),
+                 r2.error.c_str());
+        QVERIFY2(QString::fromStdString(r0.error).contains(QStringLiteral("gave this round up")), r0.error.c_str());
+        QVERIFY2(seconds < 5, qPrintable(QString::number(seconds)));
+        QVERIFY(values == held);
+        // Member 0 passed the notice on to member 1: after its chunks of steps 0 and 1 (it
+        // had member 2's first), a notice of round 7.
+        QCOMPARE(boxes[1].queue.size(), size_t(3));
+        QCOMPARE(boxes[1].queue.back().step, kRoundEndedStep);
+        QCOMPARE(boxes[1].queue.back().round, uint64_t(7));
+        QVERIFY(boxes[1].queue.back().values.empty());
+    }
+
+    // A notice of the round a member waits in ends it at once; a notice of an older round
+    // is a leftover, skipped like an older round's chunks.
+    void aNoticeEndsOnlyItsRound()
+    {
+        std::vector<Mailbox> boxes(2);
+        QueueLinks toB(boxes[1], boxes[0]);
+        boxes[0].queue.push_back(roundEndedNotice(4)); // a leftover of round 4
+        boxes[0].queue.push_back(roundEndedNotice(5));
+        std::vector<float> v{1, 2, 3, 4};
+        const auto result = ringAllReduceAverage(v, 0, 2, 5, toB, 20s);
+        QVERIFY(!result.complete);
+        QVERIFY2(result.seconds < 5, qPrintable(QString::number(result.seconds)));
+        QVERIFY2(QString::fromStdString(result.error).contains(QStringLiteral("gave this round up")),
+                 result.error.c_str());
+        QCOMPARE(v, (std::vector<float>{1, 2, 3, 4}));
+    }
+
     void staleRoundsAreSkipped()
     {
         const RingRun run = runRing(3, 90, -1, 5, [](std::vector<Mailbox> &boxes) {
