@@ -52,8 +52,11 @@ coord::CoordinatorClientEvents NodeRun::coordinatorEvents()
     };
     ce.assignmentChanged = [&d](const coord::Assignment &a) {
         // A stage that will be rebuilt gets no more messages meanwhile: they wait for
-        // its successor (follow() rebuilds it, or releases them to it).
-        if (const auto stage = d.stage.current(); stage && !stage->assignment().samePlacement(a)) {
+        // its successor (follow() rebuilds it, or releases them to it). One whose rings
+        // alone change keeps them: it may be fetching the layers it takes over, and
+        // holding the answer back lost them (the fetch gave up after 45 s, and the layers
+        // started again from the run's initial weights).
+        if (const auto stage = d.stage.current(); stage && !stage->assignment().keepsStage(a)) {
             const auto phase = stage->phase();
             if (phase != AssignedStage::Phase::Finishing && phase != AssignedStage::Phase::Finished)
                 d.stage.hold();

@@ -58,6 +58,11 @@ class TestSwarmTrust : public QObject
                  qPrintable(run.output.right(3000)));
         static const QRegularExpression badLoss(QStringLiteral("\\[node ([2-4])\\] step [^\\n]*loss (nan|inf|-nan)"));
         QVERIFY2(!badLoss.match(run.output).hasMatch(), qPrintable(badLoss.match(run.output).captured(0)));
+        // The honest node that took the poisoner's layers over got them from a peer: it did
+        // not start them again from the run's initial weights.
+        static const QRegularExpression lostLayers(
+            QStringLiteral("\\[node [2-4]\\] could not fetch the weights[^\\n]*"));
+        QVERIFY2(!lostLayers.match(run.output).hasMatch(), qPrintable(lostLayers.match(run.output).captured(0)));
         int checkpoints = 0;
         int64_t values = 0;
         for (int node = 2; node <= 4; ++node) {
