@@ -337,26 +337,46 @@ void AssignedStage::Impl::restore()
                                    }),
                     names.end());
     // Catch up: a peer in another cluster that holds the same layers has kept training
-    // (after a restart), or holds the layers this node takes over.
-    std::string source = as.weightsFrom.nodeId;
-    if (source.empty() && restored)
-        for (const auto &r : rings)
-            if (r.ref.firstLayer == as.firstLayer && r.ref.lastLayer == as.lastLayer && !r.previous.empty())
-                source = r.previous;
-    if (!source.empty() && !names.empty()) {
+    // (after a restart), or holds the layers this node takes over. That cluster may cut
+    // elsewhere, so the peer named may hold only some of them: the members of this
+    // stage's rings, one per range of layers, hold the rest.
+    std::vector<std::string> sources;
+    const auto addSource = [&sources](const std::string &id) {
+        if (!id.empty() && std::find(sources.begin(), sources.end(), id) == sources.end())
+            sources.push_back(id);
+    };
+    addSource(as.weightsFrom.nodeId);
+    for (const auto &r : rings) {
+        const bool sameLayers = r.ref.firstLayer == as.firstLayer && r.ref.lastLayer == as.lastLayer;
+        if (restored ? as.weightsFrom.empty() && sameLayers : !as.weightsFrom.empty())
+            addSource(r.previous);
+    }
+    std::vector<std::string> from;
+    for (const auto &source : sources) {
+        if (names.empty())
+            break;
         // Taking layers over, wait out a peer that cannot be dialled directly: the mesh
         // falls back to the relay after 20 s, and a fetch that gave up at the same moment
         // would throw the layers' training away.
-        if (auto weights = relay->fetch(source, names, std::chrono::seconds(restored ? 5 : 45))) {
-            runtime->setParameters(*weights);
-            say(std::string(restored ? "caught up with" : "took over the current weights of") + " peer " +
-                source.substr(0, 12));
-        } else if (!restored) {
-            say("could not fetch the weights of " + what + " from peer " + source.substr(0, 12) + "; " +
-                (kept ? "the layers it did not hold start" : "starting") + " from the run's initial weights");
-        }
+        auto weights = relay->fetch(source, names, std::chrono::seconds(restored ? 5 : 45));
+        if (!weights)
+            continue;
+        runtime->setParameters(*weights);
+        from.push_back(source.substr(0, 12));
+        for (const auto &t : *weights)
+            names.erase(std::remove(names.begin(), names.end(), t.name), names.end());
     }
-    if (!restored && !kept && source.empty())
+    std::string peers;
+    for (const auto &f : from)
+        peers += (peers.empty() ? "" : " and ") + f;
+    if (!from.empty())
+        say(std::string(restored ? "caught up with" : "took over the current weights of") +
+            (from.size() == 1 ? " peer " : " peers ") + peers);
+    if (!restored && !sources.empty() && !names.empty())
+        say("could not fetch the weights of " + what + " from peer " + sources.front().substr(0, 12) + "; " +
+            (kept || !from.empty() ? "the layers it did not hold start" : "starting") +
+            " from the run's initial weights (" + std::to_string(names.size()) + " tensors)");
+    if (!restored && !kept && sources.empty())
         say("starting " + what + " from the run's initial weights");
     // Round numbers derive from the step; a node resuming behind its ring catches up
     // by adopting the round it sees (swarm::RingAveraging).

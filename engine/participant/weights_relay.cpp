@@ -240,14 +240,20 @@ WeightsRelay::fetch(const std::string &peer, const std::vector<std::string> &nam
     lock.unlock();
     if (!got || !checkReply(replies.front(), peer, true).empty())
         return std::nullopt;
+    // What it holds of what was asked, in the order asked: anything else, or a name twice,
+    // is not an answer to this request.
     std::vector<NamedTensor> out;
-    for (const auto &t : replies.front().tensors)
+    size_t next = 0;
+    for (const auto &t : replies.front().tensors) {
+        while (next < names.size() && names[next] != t.name)
+            ++next;
+        if (next == names.size())
+            return std::nullopt;
         out.push_back(fromBuffer(t));
-    if (out.size() != names.size())
+        ++next;
+    }
+    if (out.empty())
         return std::nullopt;
-    for (size_t i = 0; i < names.size(); ++i)
-        if (out[i].name != names[i])
-            return std::nullopt; // not what was asked for
     return out;
 }
 

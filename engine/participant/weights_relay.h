@@ -63,8 +63,10 @@ public:
     /// (the root's own included).
     std::optional<std::vector<NamedTensor>> gatherPipeline(int stages, std::chrono::milliseconds timeout,
                                                            uint64_t minVersion = 0);
-    /// The named tensors from `peer`'s snapshot; nullopt on timeout or when it lacks one.
-    /// Asked again every kFetchResend until `timeout`.
+    /// The named tensors `peer`'s snapshot holds, in the order of `names` (a peer of
+    /// another cluster may hold only some: its cut can differ); nullopt on timeout, when
+    /// it has no snapshot, or holds none of them. Asked again every kFetchResend until
+    /// `timeout`.
     std::optional<std::vector<NamedTensor>> fetch(const std::string &peer, const std::vector<std::string> &names,
                                                   std::chrono::milliseconds timeout);
 

@@ -149,9 +149,10 @@ private Q_SLOTS:
         if (QTest::currentTestFailed())
             return;
         qInfo("%d rounds refused, every one from node 1 (%s)", refusals, qPrintable(poisoner));
-        // Its ring neighbour reported it with every heartbeat; three refusals quarantine
-        // it, and the next heartbeat carries them: within a dozen rounds it is out.
-        QVERIFY2(refusals >= 3 && refusals <= 12, qPrintable(run.output.right(3000)));
+        // Its ring neighbours reported it with every heartbeat; three refusals by one peer,
+        // or one each by two (where node 1 sits in two rings), quarantine it, and the next
+        // heartbeat carries them: within a dozen rounds it is out.
+        QVERIFY2(refusals >= 2 && refusals <= 12, qPrintable(run.output.right(3000)));
         checkQuarantinedAndClean(run, poisoner, dir.path());
         if (QTest::currentTestFailed())
             return;

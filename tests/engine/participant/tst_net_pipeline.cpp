@@ -733,6 +733,13 @@ private Q_SLOTS:
         QVERIFY(fetched.has_value());
         QCOMPARE(int(fetched->front().data[0]), 3);
         QVERIFY(!nodes[3]->relay->fetch(id(2), {"9.weight"}, 2s)); // not held there
+        // A peer whose cluster cuts elsewhere holds only some of the layers asked for: what
+        // it holds comes back, in the order asked, and the caller asks another for the rest.
+        const auto some = nodes[3]->relay->fetch(id(2), {"1.weight", "2.weight", "9.weight"}, 10s);
+        QVERIFY(some.has_value());
+        QCOMPARE(some->size(), size_t(1));
+        QCOMPARE(some->front().name, std::string("2.weight"));
+        QCOMPARE(int(some->front().data[0]), 3);
 
         // Forged weights are refused, and counted against the peer that sent them.
         const auto complaintsAgainst = [&](const std::string &who) {
