@@ -436,7 +436,7 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
 {
     std::vector<RingJob> jobs;
     for (auto &ring : rings) {
-        if (ring.alone())
+        if (ring.alone() || ring.previousFinished)
             continue;
         if (!mesh.isUp(ring.next) || !mesh.isUp(ring.previous)) {
             std::lock_guard lock(mutex);
@@ -472,8 +472,15 @@ std::vector<AssignedStage::Impl::RingChange> AssignedStage::Impl::averageRingsOf
             ring.outer.reset(); // the members now differ: the next round starts from its average
             std::lock_guard lock(mutex);
             ++progress.ringSkipped;
-            log::warning("swarm", "averaging layers " + std::to_string(ring.ref.firstLayer) + "-" +
-                                      std::to_string(ring.ref.lastLayer - 1) + " skipped: " + outcome.result.error);
+            const std::string layers =
+                std::to_string(ring.ref.firstLayer) + "-" + std::to_string(ring.ref.lastLayer - 1);
+            if (outcome.result.previousFinished) { // expected near the end: said once, not warned of
+                ring.previousFinished = true;
+                log::info("swarm", "averaging layers " + layers + ": peer " + ring.previous.substr(0, 12) +
+                                       " has trained to the end; this stage trains its last steps without that ring");
+            } else {
+                log::warning("swarm", "averaging layers " + layers + " skipped: " + outcome.result.error);
+            }
             continue;
         }
         // Plain averaging too: the step keeps the average as the anchor of the next round.

@@ -63,10 +63,7 @@ void NetRingLinks::deliver(const std::string &peer, net::RingChunk &&chunk)
         m_lastEnded = c.round;
         const std::string next = m_next;
         lock.unlock();
-        // Once, from the network thread: a notice that cannot go now is not worth waiting for.
-        (void)m_mesh.send(next,
-                          net::RingChunk{m_ringId, c.round, uint32_t(swarm::kRoundEndedStep), 0,
-                                         tensorBufferFromBytes(DType::Float32, {0}, {}), 0, ValuePrecision::Float32});
+        sendTrainedToTheEnd(next, c.round);
         return;
     }
     queue(std::move(c));
@@ -85,10 +82,34 @@ void NetRingLinks::queue(swarm::RingChunk &&chunk)
 
 void NetRingLinks::finish()
 {
-    std::lock_guard lock(m_mutex);
-    m_finished = true;
-    m_queue.clear();
-    m_queuedBytes = 0;
+    // What came since the last round was for a round after it: answered like what comes
+    // from now on (dropped, it left its sender waiting out the timeout).
+    std::vector<uint64_t> rounds;
+    std::string next;
+    {
+        std::lock_guard lock(m_mutex);
+        m_finished = true;
+        for (const auto &c : m_queue)
+            if (c.step != swarm::kRoundEndedStep && m_lastEnded != c.round) {
+                m_lastEnded = c.round;
+                rounds.push_back(c.round);
+            }
+        m_queue.clear();
+        m_queuedBytes = 0;
+        next = m_next;
+    }
+    if (!next.empty())
+        for (const uint64_t round : rounds)
+            sendTrainedToTheEnd(next, round);
+}
+
+void NetRingLinks::sendTrainedToTheEnd(const std::string &next, uint64_t round)
+{
+    // Once: a notice that cannot go now is not worth waiting for (deliver() sends it from
+    // the network thread).
+    (void)m_mesh.send(next, net::RingChunk{m_ringId, round, uint32_t(swarm::kRoundEndedStep),
+                                           uint32_t(swarm::kTrainedToTheEnd),
+                                           tensorBufferFromBytes(DType::Float32, {0}, {}), 0, ValuePrecision::Float32});
 }
 
 void NetRingLinks::cancel()

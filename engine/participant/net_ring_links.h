@@ -34,11 +34,11 @@ public:
     NetRingLinks(PeerMesh &mesh, uint64_t ringId, std::string next, std::string previous);
 
     void deliver(const std::string &peer, net::RingChunk &&chunk);
-    /// This member takes part in no more rounds (its stage trained to the end): from now
-    /// on a chunk from the previous member is not queued but answered, once a round, with
-    /// a notice to the next member that ends that round (swarm::roundEndedNotice). A
-    /// member behind this one (it resumed from an older checkpoint) would otherwise wait
-    /// out its timeout in its last round.
+    /// This member takes part in no more rounds (its stage trained to the end): a chunk
+    /// from the previous member, queued since its last round or coming later, is answered,
+    /// once a round, with a notice to the next member that ends that round
+    /// (swarm::roundEndedNotice, kTrainedToTheEnd). A member behind this one (it resumed
+    /// from an older checkpoint) would otherwise wait out its timeout in its last round.
     void finish();
     /// Wakes a waiting receivePrevious() with nothing, now and until reset().
     void cancel();
@@ -58,6 +58,7 @@ public:
 
 private:
     void queue(swarm::RingChunk &&chunk); // with m_mutex held; drops the oldest past the bounds
+    void sendTrainedToTheEnd(const std::string &next, uint64_t round); // without m_mutex held
 
     PeerMesh &m_mesh;
     const uint64_t m_ringId;

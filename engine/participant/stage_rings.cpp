@@ -9,6 +9,7 @@ namespace rookery::participant {
 void StageRing::follow(const coord::RingRef &r)
 {
     ref = r;
+    previousFinished = false;
     next = r.alone() ? std::string() : r.next.nodeId;
     previous = r.alone() ? std::string() : r.previous.nodeId;
     if (links)

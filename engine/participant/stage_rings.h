@@ -24,6 +24,9 @@ struct StageRing
     swarm::OuterOptimizer outer;         // the step after each round (plain averaging unless the run says)
     /// The ring's round numbers (its offset, when this member was behind its ring).
     std::unique_ptr<swarm::RingAveraging> averaging;
+    /// The previous member has trained to the end: no later round can complete, so the
+    /// stage averages this ring no more until its members change (follow()).
+    bool previousFinished = false;
 
     swarm::RingPlace place() const { return {ref.firstLayer, ref.lastLayer, int(ref.rank), int(ref.size)}; }
     bool alone() const { return ref.alone(); }

@@ -135,11 +135,16 @@ RingResult ringAllReduceAverage(std::span<float> values, int rank, int size, uin
             if (in->round >= round)
                 break; // older rounds' leftovers are skipped
         }
-        if (in->step == kRoundEndedStep) // this round, or a later one the previous member gave up
-            return abandon("ring round " + std::to_string(round) + ": the previous member gave " +
-                           (in->round == round ? "this round" : "round " + std::to_string(in->round)) +
-                           " up (a member went silent or left, or trained to the end) (step " + std::to_string(step) +
-                           ")");
+        if (in->step == kRoundEndedStep) { // this round, or a later one the previous member gave up
+            result.previousFinished = in->chunk == kTrainedToTheEnd;
+            return abandon("ring round " + std::to_string(round) +
+                           (result.previousFinished
+                                ? std::string(": the previous member has trained to the end")
+                                : ": the previous member gave " +
+                                      (in->round == round ? "this round" : "round " + std::to_string(in->round)) +
+                                      " up (a member went silent or left)") +
+                           " (step " + std::to_string(step) + ")");
+        }
         if (in->round != round || in->step != step || in->chunk != recvChunk) {
             std::string why = "ring round " + std::to_string(round) + ": out-of-step chunk (round " +
                               std::to_string(in->round) + ", step " + std::to_string(in->step) + ", chunk " +

@@ -30,9 +30,15 @@ struct RingChunk
 /// receives it ends that round at once and passes the notice on, so the members of a
 /// ring that lost one end the round together instead of each waiting out its timeout.
 inline constexpr int kRoundEndedStep = -1;
+/// A notice's `chunk`: why its sender takes no part.
+inline constexpr int kRoundGivenUp = 0;    ///< this round only
+inline constexpr int kTrainedToTheEnd = 1; ///< nor any later one: its stage has trained to the end
 
 /// The notice above, for round `round`.
-inline RingChunk roundEndedNotice(uint64_t round) { return RingChunk{round, kRoundEndedStep, 0, {}}; }
+inline RingChunk roundEndedNotice(uint64_t round, int why = kRoundGivenUp)
+{
+    return RingChunk{round, kRoundEndedStep, why, {}};
+}
 
 /// How a round's values travel.
 struct RingEncoding
@@ -90,6 +96,9 @@ struct RingResult
     /// at once; the next should start from the members' own values.
     bool baseMismatch = false;
     uint64_t previousBase = 0; ///< with baseMismatch: the base the previous member named (0: none)
+    /// The previous member's stage has trained to the end (kTrainedToTheEnd): it takes
+    /// part in no later round either.
+    bool previousFinished = false;
 };
 
 /// How far from a member's own values of a chunk the mean of what it receives may be,

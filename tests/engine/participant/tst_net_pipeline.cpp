@@ -634,17 +634,33 @@ private Q_SLOTS:
 
     // A member whose stage trained to the end answers a chunk of a later round (its
     // neighbour resumed behind it, so it numbers its rounds further on) with a notice:
-    // the neighbour ends that round at once instead of waiting out its timeout.
+    // the neighbour ends that round at once instead of waiting out its timeout. So does
+    // a chunk that came between its last round and its finish.
+    void aFinishedMemberEndsTheRoundsOfOneBehind_data()
+    {
+        QTest::addColumn<bool>("chunkFirst");
+        QTest::newRow("the chunk after the finish") << false;
+        QTest::newRow("the chunk before the finish") << true;
+    }
     void aFinishedMemberEndsTheRoundsOfOneBehind()
     {
+        QFETCH(bool, chunkFirst);
         net::NetContext net;
         TestNode a(net, m_ca), b(net, m_ca);
         QVERIFY(pairInARing(a, b, 9));
-        a.rings[0]->finish();
+        if (!chunkFirst)
+            a.rings[0]->finish();
         std::vector<float> vb(1000, 3.f);
-        const auto result = swarm::ringAllReduceAverage(vb, 1, 2, 122, *b.rings[0], 20s);
+        swarm::RingResult result;
+        std::thread bThread([&] { result = swarm::ringAllReduceAverage(vb, 1, 2, 122, *b.rings[0], 20s); });
+        const bool arrived = test::waitFor([&] { return a.ringChunks.load() >= 1; }, 10s);
+        if (chunkFirst)
+            a.rings[0]->finish();
+        bThread.join();
+        QVERIFY(arrived);
         QVERIFY(!result.complete);
-        QVERIFY2(QString::fromStdString(result.error).contains(QStringLiteral("gave this round up")),
+        QVERIFY(result.previousFinished); // so the stage stops asking that ring
+        QVERIFY2(QString::fromStdString(result.error).contains(QStringLiteral("has trained to the end")),
                  result.error.c_str());
         QVERIFY2(result.seconds < 10, qPrintable(QString::number(result.seconds)));
         QCOMPARE(vb[0], 3.f);

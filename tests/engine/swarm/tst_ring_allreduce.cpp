@@ -533,6 +533,7 @@ private Q_SLOTS:
         QVERIFY2(result.seconds < 5, qPrintable(QString::number(result.seconds)));
         QVERIFY2(QString::fromStdString(result.error).contains(QStringLiteral("gave this round up")),
                  result.error.c_str());
+        QVERIFY(!result.previousFinished); // this round only
         QCOMPARE(v, (std::vector<float>{1, 2, 3, 4}));
     }
 
